@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers, lowest first. Nothing low imports anything high:
+// CMnl/CSpawn -> Netlink -> RouteNetlink, NetNamespace -> Conditioning -> LinkcondCLI -> linkcond
+let package = Package(
+    name: "linkcond",
+    products: [
+        .library(name: "Netlink", targets: ["Netlink"]),
+        .library(name: "RouteNetlink", targets: ["RouteNetlink"]),
+        .library(name: "NetNamespace", targets: ["NetNamespace"]),
+        .library(name: "Conditioning", targets: ["Conditioning"]),
+        .executable(name: "linkcond", targets: ["linkcond"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CMnl",
+            pkgConfig: "libmnl",
+            providers: [.apt(["libmnl-dev"])]
+        ),
+        .target(name: "CSpawn"),
+        .target(name: "Netlink", dependencies: ["CMnl"]),
+        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl"]),
+        .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
+        .target(name: "Responders"),
+        .target(name: "Conditioning", dependencies: ["RouteNetlink", "NetNamespace", "Netlink"]),
+        .target(name: "LinkcondCLI", dependencies: ["Conditioning", "Responders", "RouteNetlink", "NetNamespace", "Netlink"]),
+        .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
+
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "CMnl"]),
+        .testTarget(
+            name: "RouteNetlinkTests",
+            dependencies: ["RouteNetlink", "Netlink"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(name: "RespondersTests", dependencies: ["Responders"]),
+        .testTarget(name: "CLITests", dependencies: ["LinkcondCLI"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Conditioning", "Responders"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+int lc_cspawn_placeholder(void) { return 0; }
