@@ -21,6 +21,7 @@
 #include <linux/pkt_sched.h>
 #include <linux/pkt_cls.h>
 #include <linux/net_namespace.h>
+#include <linux/gen_stats.h>
 
 /* Declared by <sched.h> only with _GNU_SOURCE. */
 extern int setns(int fd, int nstype);

@@ -1,0 +1,43 @@
+import CMnl
+import Netlink
+
+/// The rtnetlink address requests linkcond sends, laid out as `ip addr` lays them out.
+public enum AddressRequest {
+    /// `ip addr add PREFIX dev IFINDEX [nodad]`: `RTM_NEWADDR` with `NLM_F_CREATE | NLM_F_EXCL`,
+    /// `IFA_LOCAL` and `IFA_ADDRESS` both set to the address (no peer).
+    ///
+    /// `noDAD` skips IPv6 duplicate address detection (`IFA_F_NODAD`), so the address is usable at once
+    /// instead of being tentative for a second or two.
+    public static func add(_ prefix: IPPrefix, interfaceIndex: Int32, noDAD: Bool = false) -> NetlinkMessageBuilder {
+        build(type: UInt16(RTM_NEWADDR), flags: UInt16(NLM_F_CREATE | NLM_F_EXCL), prefix, interfaceIndex, noDAD: noDAD)
+    }
+
+    /// `ip addr del PREFIX dev IFINDEX`.
+    public static func delete(_ prefix: IPPrefix, interfaceIndex: Int32) -> NetlinkMessageBuilder {
+        build(type: UInt16(RTM_DELADDR), flags: 0, prefix, interfaceIndex, noDAD: false)
+    }
+
+    /// `ip addr show`: a dump of every address of `family` (`AF_UNSPEC` for both).
+    public static func dump(family: UInt8 = UInt8(AF_UNSPEC)) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_GETADDR), flags: 0)
+        var header = ifaddrmsg()
+        header.ifa_family = family
+        message.putStruct(header)
+        return message
+    }
+
+    private static func build(
+        type: UInt16, flags: UInt16, _ prefix: IPPrefix, _ interfaceIndex: Int32, noDAD: Bool
+    ) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: type, flags: flags)
+        var header = ifaddrmsg()
+        header.ifa_family = prefix.address.family
+        header.ifa_prefixlen = prefix.length
+        header.ifa_flags = noDAD ? UInt8(IFA_F_NODAD) : 0
+        header.ifa_index = UInt32(bitPattern: interfaceIndex)
+        message.putStruct(header)
+        message.put(UInt16(IFA_LOCAL), bytes: prefix.address.bytes)
+        message.put(UInt16(IFA_ADDRESS), bytes: prefix.address.bytes)
+        return message
+    }
+}

@@ -1,0 +1,106 @@
+import Glibc
+
+/// An IPv4 or IPv6 address as it goes on the wire (network byte order).
+public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
+    case v4(UInt8, UInt8, UInt8, UInt8)
+    case v6([UInt8])
+
+    /// Parses dotted-quad IPv4 or RFC 4291 IPv6 text (`inet_pton`). Returns nil for anything else.
+    public init?(_ text: String) {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            let bytes = rawBytesOf(v4)
+            self = .v4(bytes[0], bytes[1], bytes[2], bytes[3])
+            return
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            self = .v6(rawBytesOf(v6))
+            return
+        }
+        return nil
+    }
+
+    /// Builds an address from its wire bytes: 4 for IPv4, 16 for IPv6.
+    public init?(bytes: some Collection<UInt8>) {
+        let array = Array(bytes)
+        switch array.count {
+        case 4: self = .v4(array[0], array[1], array[2], array[3])
+        case 16: self = .v6(array)
+        default: return nil
+        }
+    }
+
+    /// `AF_INET` or `AF_INET6`.
+    public var family: UInt8 {
+        switch self {
+        case .v4: UInt8(AF_INET)
+        case .v6: UInt8(AF_INET6)
+        }
+    }
+
+    /// True for IPv4.
+    public var isIPv4: Bool { if case .v4 = self { true } else { false } }
+
+    /// The address in network byte order.
+    public var bytes: [UInt8] {
+        switch self {
+        case let .v4(a, b, c, d): [a, b, c, d]
+        case let .v6(bytes): bytes
+        }
+    }
+
+    /// Bit length of the address: 32 or 128.
+    public var bitLength: UInt8 { isIPv4 ? 32 : 128 }
+
+    /// True for IPv6 link-local addresses (fe80::/10).
+    public var isLinkLocal: Bool {
+        switch self {
+        case .v4(169, 254, _, _): true
+        case .v4: false
+        case let .v6(bytes): bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80
+        }
+    }
+
+    /// Canonical text (`inet_ntop`).
+    public var description: String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let family = isIPv4 ? AF_INET : AF_INET6
+        let ok = bytes.withUnsafeBytes { raw in
+            inet_ntop(family, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil
+        }
+        guard ok else { return "?" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+private func rawBytesOf<T>(_ value: T) -> [UInt8] {
+    withUnsafeBytes(of: value) { Array($0) }
+}
+
+/// An address with a prefix length, as `ip addr` and `ip route` write it: `198.18.1.2/24`.
+public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
+    public var address: IPAddress
+    public var length: UInt8
+
+    /// An address and a prefix length; nil when the length exceeds the family's bit length.
+    public init?(address: IPAddress, length: UInt8) {
+        guard length <= address.bitLength else { return nil }
+        self.address = address
+        self.length = length
+    }
+
+    /// Parses `ADDRESS/LENGTH`; a bare address gets the full length (/32 or /128).
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let address = IPAddress(String(parts[0])) else { return nil }
+        if parts.count == 2 {
+            guard let length = UInt8(parts[1]) else { return nil }
+            self.init(address: address, length: length)
+        } else {
+            self.init(address: address, length: address.bitLength)
+        }
+    }
+
+    public var description: String { "\(address)/\(length)" }
+}

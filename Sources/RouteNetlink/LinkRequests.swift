@@ -1,0 +1,91 @@
+import CMnl
+import Netlink
+
+/// The rtnetlink link requests linkcond sends, as messages (no socket), laid out exactly as iproute2's
+/// `ip link` lays them out, so unit tests compare them byte for byte with captured `ip` requests.
+public enum LinkRequest {
+    static let createFlags = UInt16(NLM_F_CREATE | NLM_F_EXCL)
+
+    /// `ip link add NAME [netns NS] type veth peer name PEER [netns PEERNS]`.
+    ///
+    /// `namespaceFD`/`peerNamespaceFD` are open descriptors of `/run/netns/NS` (`IFLA_NET_NS_FD`); nil
+    /// means the namespace of the socket the request is sent on. Flags: `NLM_F_CREATE | NLM_F_EXCL`, so an
+    /// existing interface of that name is an error (`EEXIST`) rather than silently reused.
+    public static func createVeth(
+        name: String, namespaceFD: Int32? = nil, peerName: String, peerNamespaceFD: Int32? = nil
+    ) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: createFlags)
+        message.putStruct(ifinfomsg())
+        if let namespaceFD { message.put(UInt16(IFLA_NET_NS_FD), uint32: UInt32(bitPattern: namespaceFD)) }
+        message.put(UInt16(IFLA_IFNAME), string: name)
+        let linkInfo = message.beginNest(UInt16(IFLA_LINKINFO))
+        message.put(UInt16(IFLA_INFO_KIND), string: "veth")
+        let data = message.beginNest(UInt16(IFLA_INFO_DATA))
+        let peer = message.beginNest(UInt16(VETH_INFO_PEER))
+        message.putStruct(ifinfomsg())
+        if let peerNamespaceFD { message.put(UInt16(IFLA_NET_NS_FD), uint32: UInt32(bitPattern: peerNamespaceFD)) }
+        message.put(UInt16(IFLA_IFNAME), string: peerName)
+        message.endNest(peer)
+        message.endNest(data)
+        message.endNest(linkInfo)
+        return message
+    }
+
+    /// `ip link set dev NAME up` (or `down`): `RTM_NEWLINK` with `ifi_change = IFF_UP`.
+    public static func setUp(index: Int32, _ up: Bool) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: 0)
+        var info = ifinfomsg()
+        info.ifi_index = index
+        info.ifi_flags = up ? UInt32(IFF_UP.rawValue) : 0
+        info.ifi_change = UInt32(IFF_UP.rawValue)
+        message.putStruct(info)
+        return message
+    }
+
+    /// `ip link set dev NAME name NEWNAME`.
+    public static func rename(index: Int32, to newName: String) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: 0)
+        message.putStruct(ifinfo(index: index))
+        message.put(UInt16(IFLA_IFNAME), string: newName)
+        return message
+    }
+
+    /// `ip link set dev NAME netns NS`, with `namespaceFD` an open descriptor of `/run/netns/NS`.
+    public static func move(index: Int32, toNamespaceFD namespaceFD: Int32) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: 0)
+        message.putStruct(ifinfo(index: index))
+        message.put(UInt16(IFLA_NET_NS_FD), uint32: UInt32(bitPattern: namespaceFD))
+        return message
+    }
+
+    /// `ip link del dev NAME`. Deleting one end of a veth pair deletes both.
+    public static func delete(index: Int32) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_DELLINK), flags: 0)
+        message.putStruct(ifinfo(index: index))
+        return message
+    }
+
+    /// `ip link show dev NAME` as iproute2 asks it: `RTM_GETLINK` by `IFLA_IFNAME`, with stats skipped
+    /// (`IFLA_EXT_MASK = RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS`).
+    public static func get(name: String) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_GETLINK), flags: 0)
+        message.putStruct(ifinfomsg())
+        message.put(UInt16(IFLA_EXT_MASK), uint32: UInt32(RTEXT_FILTER_VF | RTEXT_FILTER_SKIP_STATS))
+        message.put(UInt16(IFLA_IFNAME), string: name)
+        return message
+    }
+
+    /// `ip link show`: a dump of every link (the connection adds `NLM_F_DUMP`).
+    public static func dump() -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_GETLINK), flags: 0)
+        message.putStruct(ifinfomsg())
+        message.put(UInt16(IFLA_EXT_MASK), uint32: UInt32(RTEXT_FILTER_SKIP_STATS))
+        return message
+    }
+
+    private static func ifinfo(index: Int32) -> ifinfomsg {
+        var info = ifinfomsg()
+        info.ifi_index = index
+        return info
+    }
+}

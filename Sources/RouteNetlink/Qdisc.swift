@@ -1,0 +1,132 @@
+import CMnl
+import Netlink
+
+/// A traffic-control handle `MAJOR:MINOR`, as `tc` writes it (`1:`, `1:10`, `root`).
+public struct TrafficControlHandle: Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt32
+
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// `MAJOR:MINOR`.
+    public init(major: UInt16, minor: UInt16) { rawValue = UInt32(major) << 16 | UInt32(minor) }
+
+    /// `TC_H_ROOT`: the egress root of a device.
+    public static let root = TrafficControlHandle(rawValue: cmnl_tc_h_root())
+    /// `TC_H_UNSPEC`: let the kernel choose.
+    public static let unspecified = TrafficControlHandle(rawValue: 0)
+
+    public var major: UInt16 { UInt16(rawValue >> 16) }
+    public var minor: UInt16 { UInt16(rawValue & 0xffff) }
+
+    public var description: String {
+        if self == .root { return "root" }
+        let majorText = String(major, radix: 16)
+        return minor == 0 ? "\(majorText):" : "\(majorText):\(String(minor, radix: 16))"
+    }
+}
+
+/// Counters the kernel keeps for a qdisc (`TCA_STATS2`: basic and queue statistics).
+public struct QdiscStatistics: Sendable, Equatable {
+    public var bytes: UInt64 = 0
+    public var packets: UInt32 = 0
+    public var drops: UInt32 = 0
+    public var overlimits: UInt32 = 0
+    public var backlogBytes: UInt32 = 0
+    public var queueLength: UInt32 = 0
+    public init() {}
+}
+
+/// A qdisc as `tc -s qdisc show` reports it, decoded from `RTM_NEWQDISC`.
+public struct Qdisc: Sendable, Equatable {
+    public var interfaceIndex: Int32
+    public var handle: TrafficControlHandle
+    public var parent: TrafficControlHandle
+    /// `TCA_KIND`: `netem`, `tbf`, `htb`, `pfifo_fast`, `noqueue`…
+    public var kind: String
+    /// The raw `TCA_OPTIONS` payload; kind-specific decoders read it.
+    public var options: [UInt8]
+    public var statistics: QdiscStatistics
+
+    /// Decodes an `RTM_NEWQDISC` message.
+    public static func decode(_ message: NetlinkMessage) throws(RouteNetlinkError) -> Qdisc {
+        let payload = message.payload
+        guard let header = payload.load(tcmsg.self, at: 0) else {
+            throw .malformed(what: "qdisc", detail: "\(payload.count) bytes, a tcmsg needs 20")
+        }
+        var qdisc = Qdisc(
+            interfaceIndex: header.tcm_ifindex, handle: TrafficControlHandle(rawValue: header.tcm_handle),
+            parent: TrafficControlHandle(rawValue: header.tcm_parent), kind: "", options: [],
+            statistics: QdiscStatistics())
+        var attributes = AttributeDecoder(payload[MemoryLayout<tcmsg>.size...], operation: "decode qdisc")
+        while attributes.next() {
+            switch Int(attributes.type) {
+            case TCA_KIND: qdisc.kind = attributes.string()
+            case TCA_OPTIONS: qdisc.options = Array(attributes.payload)
+            case TCA_STATS2:
+                var stats = attributes.nested()
+                while stats.next() {
+                    switch Int(stats.type) {
+                    case TCA_STATS_BASIC:
+                        if let basic = stats.structure(gnet_stats_basic.self) {
+                            qdisc.statistics.bytes = basic.bytes
+                            qdisc.statistics.packets = basic.packets
+                        }
+                    case TCA_STATS_QUEUE:
+                        if let queue = stats.structure(gnet_stats_queue.self) {
+                            qdisc.statistics.drops = queue.drops
+                            qdisc.statistics.overlimits = queue.overlimits
+                            qdisc.statistics.backlogBytes = queue.backlog
+                            qdisc.statistics.queueLength = queue.qlen
+                        }
+                    default: break
+                    }
+                }
+                if let error = stats.error { throw .malformed(what: "qdisc", detail: error.description) }
+            default: break
+            }
+        }
+        if let error = attributes.error { throw .malformed(what: "qdisc", detail: error.description) }
+        return qdisc
+    }
+}
+
+/// The rtnetlink qdisc requests linkcond sends, laid out as `tc qdisc` lays them out.
+public enum QdiscRequest {
+    /// `tc qdisc replace dev IFINDEX {root | parent PARENT} handle HANDLE KIND [options]`:
+    /// `RTM_NEWQDISC` with `NLM_F_CREATE | NLM_F_REPLACE`, so conditions change in place with no moment
+    /// without a qdisc. `options` appends the kind's `TCA_OPTIONS`, if it has any.
+    public static func replace(
+        interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String,
+        options: ((NetlinkMessageBuilder) -> Void)? = nil
+    ) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWQDISC), flags: UInt16(NLM_F_CREATE | NLM_F_REPLACE))
+        message.putStruct(header(interfaceIndex: interfaceIndex, handle: handle, parent: parent))
+        message.put(UInt16(TCA_KIND), string: kind)
+        options?(message)
+        return message
+    }
+
+    /// `tc qdisc del dev IFINDEX {root | parent PARENT} [handle HANDLE]`.
+    public static func delete(
+        interfaceIndex: Int32, handle: TrafficControlHandle = .unspecified, parent: TrafficControlHandle = .root
+    ) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_DELQDISC), flags: 0)
+        message.putStruct(header(interfaceIndex: interfaceIndex, handle: handle, parent: parent))
+        return message
+    }
+
+    /// `tc -s qdisc show`: a dump of every qdisc.
+    public static func dump() -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_GETQDISC), flags: 0)
+        message.putStruct(tcmsg())
+        return message
+    }
+
+    static func header(interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle) -> tcmsg {
+        var header = tcmsg()
+        header.tcm_family = UInt8(AF_UNSPEC)
+        header.tcm_ifindex = interfaceIndex
+        header.tcm_handle = handle.rawValue
+        header.tcm_parent = parent.rawValue
+        return header
+    }
+}
