@@ -1,1 +1,107 @@
-int lc_cspawn_placeholder(void) { return 0; }
+#define _GNU_SOURCE
+#include "cspawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct lc_report {
+    int32_t step;
+    int32_t error;
+};
+
+static void fail(int pipe_fd, int step) {
+    struct lc_report report = { step, errno };
+    ssize_t ignored = write(pipe_fd, &report, sizeof(report));
+    (void)ignored;
+    _exit(127);
+}
+
+static void child(const struct lc_spawn_request *r, int report_fd) {
+    /* The parent may ignore SIGINT/SIGPIPE while it waits; ignored signals survive execve. */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+
+    if (r->new_session && setsid() < 0) fail(report_fd, LC_SPAWN_SETSID);
+    if (r->stdin_fd >= 0 && dup2(r->stdin_fd, 0) < 0) fail(report_fd, LC_SPAWN_STDIO);
+    if (r->stdout_fd >= 0 && dup2(r->stdout_fd, 1) < 0) fail(report_fd, LC_SPAWN_STDIO);
+    if (r->stderr_fd >= 0 && dup2(r->stderr_fd, 2) < 0) fail(report_fd, LC_SPAWN_STDIO);
+
+    if (r->netns_path) {
+        int fd = open(r->netns_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) fail(report_fd, LC_SPAWN_OPEN_NETNS);
+        if (setns(fd, CLONE_NEWNET) < 0) fail(report_fd, LC_SPAWN_SETNS);
+        close(fd);
+    }
+    if (r->sysfs_name || r->bind_count > 0) {
+        /* A private mount namespace, so the binds below are seen by this process tree only. */
+        if (unshare(CLONE_NEWNS) < 0) fail(report_fd, LC_SPAWN_UNSHARE_MOUNTS);
+        if (mount("", "/", "none", MS_SLAVE | MS_REC, NULL) < 0) fail(report_fd, LC_SPAWN_MAKE_SLAVE);
+        if (r->sysfs_name) {
+            /* /sys must show this namespace's devices; best effort, as in `ip netns exec`. */
+            if (umount2("/sys", MNT_DETACH) == 0) {
+                if (mount(r->sysfs_name, "/sys", "sysfs", 0, NULL) < 0) {
+                    /* keep going without a private /sys */
+                }
+            }
+        }
+        for (int i = 0; i < r->bind_count; i++) {
+            if (mount(r->bind_sources[i], r->bind_targets[i], "none", MS_BIND, NULL) < 0)
+                fail(report_fd, LC_SPAWN_BIND_ETC);
+        }
+    }
+    if (r->working_directory && chdir(r->working_directory) < 0) fail(report_fd, LC_SPAWN_CHDIR);
+    execve(r->executable, r->argv, r->envp);
+    fail(report_fd, LC_SPAWN_EXEC);
+}
+
+int lc_spawn(const struct lc_spawn_request *request, pid_t *pid, int *failed_step) {
+    int pipe_fds[2];
+    *failed_step = LC_SPAWN_OK;
+    if (pipe2(pipe_fds, O_CLOEXEC) < 0) {
+        *failed_step = LC_SPAWN_FORK;
+        return errno;
+    }
+    pid_t child_pid = fork();
+    if (child_pid < 0) {
+        int saved = errno;
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
+        *failed_step = LC_SPAWN_FORK;
+        return saved;
+    }
+    if (child_pid == 0) {
+        close(pipe_fds[0]);
+        child(request, pipe_fds[1]);
+        _exit(127);
+    }
+    close(pipe_fds[1]);
+    struct lc_report report;
+    ssize_t got;
+    do {
+        got = read(pipe_fds[0], &report, sizeof(report));
+    } while (got < 0 && errno == EINTR);
+    close(pipe_fds[0]);
+    if (got == (ssize_t)sizeof(report)) {
+        /* The child failed before execve: reap it and report where. */
+        int status;
+        while (waitpid(child_pid, &status, 0) < 0 && errno == EINTR) {}
+        *failed_step = report.step;
+        return report.error;
+    }
+    /* EOF: the close-on-exec pipe closed, so execve succeeded. */
+    *pid = child_pid;
+    return 0;
+}

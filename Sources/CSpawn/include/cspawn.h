@@ -1,4 +1,43 @@
+/* Starting a process inside a named network namespace, the way `ip netns exec` does.
+ *
+ * This lives in C because everything between fork() and execve() must be async-signal-safe: the child of
+ * a multithreaded process may call only plain system calls, never the Swift runtime or malloc. */
 #ifndef LINKCOND_CSPAWN_H
 #define LINKCOND_CSPAWN_H
-int lc_cspawn_placeholder(void);
+
+#include <sys/types.h>
+
+/* Where the child failed, reported back to the parent together with errno. */
+enum lc_spawn_step {
+    LC_SPAWN_OK = 0,
+    LC_SPAWN_FORK = 1,
+    LC_SPAWN_OPEN_NETNS = 2,
+    LC_SPAWN_SETNS = 3,
+    LC_SPAWN_UNSHARE_MOUNTS = 4,
+    LC_SPAWN_MAKE_SLAVE = 5,
+    LC_SPAWN_BIND_ETC = 6,
+    LC_SPAWN_STDIO = 7,
+    LC_SPAWN_SETSID = 8,
+    LC_SPAWN_CHDIR = 9,
+    LC_SPAWN_EXEC = 10,
+};
+
+struct lc_spawn_request {
+    const char *netns_path;          /* /run/netns/NAME, or NULL to stay in the caller's namespace */
+    const char *sysfs_name;          /* source name for the private /sys mount, or NULL to keep /sys */
+    const char *const *bind_sources; /* /etc/netns/NAME/resolv.conf ... */
+    const char *const *bind_targets; /* /etc/resolv.conf ... */
+    int bind_count;
+    const char *executable;          /* absolute path */
+    char *const *argv;               /* NULL-terminated */
+    char *const *envp;               /* NULL-terminated */
+    int stdin_fd, stdout_fd, stderr_fd; /* -1: inherit */
+    int new_session;                 /* setsid() in the child (detach from the terminal) */
+    const char *working_directory;   /* NULL: inherit */
+};
+
+/* Forks and execs. On success returns 0 and stores the child's pid. On failure returns the errno and stores
+ * the step that failed in *failed_step; the child (if any) has been reaped. */
+int lc_spawn(const struct lc_spawn_request *request, pid_t *pid, int *failed_step);
+
 #endif

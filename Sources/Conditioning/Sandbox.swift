@@ -1,0 +1,278 @@
+import Foundation
+import Glibc
+import NetNamespace
+import Netlink
+import RouteNetlink
+
+/// One sandbox: a client ("the device"), a router and a server namespace joined by veth pairs.
+///
+/// `up` builds it from nothing, `down` removes exactly what `up` recorded, `exec` runs a program as the
+/// device. Nothing is ever created in, or changed in, the host's own network namespace: every request
+/// is sent on a netlink socket opened inside one of the sandbox's namespaces, and veth ends are created
+/// directly in their target namespaces.
+public struct Sandbox: Sendable {
+    public let topology: SandboxTopology
+    public let store: SandboxStore
+
+    public init(topology: SandboxTopology, store: SandboxStore = .standard) {
+        self.topology = topology
+        self.store = store
+    }
+
+    /// How the sandbox's server (HTTP probe endpoint, echo, DNS) is run.
+    public enum ServerLaunch: Sendable {
+        /// No server (tests that bring their own).
+        case none
+        /// A process started in the server namespace and left running after `up` returns, e.g.
+        /// `linkcond serve --name NAME`.
+        case process(executable: String, arguments: [String])
+    }
+
+    /// What ``up(cellular:server:isCancelled:progress:)`` did.
+    public enum UpOutcome: Sendable, Equatable {
+        /// The sandbox was built.
+        case created
+        /// The sandbox was up and healthy already; nothing changed.
+        case alreadyUp
+        /// A half-made or broken sandbox was found, removed and built again.
+        case rebuilt
+    }
+
+    private func fail<T>(_ body: () throws -> T) throws(SandboxError) -> T {
+        do {
+            return try body()
+        } catch let error as SandboxError {
+            throw error
+        } catch let error as NamespaceError {
+            throw .namespace(error)
+        } catch let error as RouteNetlinkError {
+            throw .netlink(error)
+        } catch let error as NetlinkError {
+            throw .netlink(.netlink(error))
+        } catch {
+            throw .state(path: store.path(for: topology.name), detail: "\(error)")
+        }
+    }
+
+    /// True when a state file says the sandbox is complete, its namespaces exist and its server runs.
+    public func isHealthy(_ state: SandboxState) -> Bool {
+        state.complete && state.namespaces.allSatisfy(NamedNamespace.exists)
+            && state.namespaces.count == topology.namespaces.count
+            && (state.server.map(\.isRunning) ?? true)
+    }
+
+    /// Builds the sandbox. Equivalent to a series of `ip netns add`, `ip link add ... type veth`,
+    /// `ip addr add`, `ip route add` and `sysctl` commands, all inside the sandbox's namespaces.
+    ///
+    /// Idempotent: a healthy sandbox is left alone (``UpOutcome/alreadyUp``). Every object is recorded in
+    /// the state file as it is made; when a step fails, or `isCancelled` turns true between steps (Ctrl-C),
+    /// everything made so far is removed and the error (or ``SandboxError/interrupted``) is thrown.
+    @discardableResult
+    public func up(
+        cellular: Bool = false, server: ServerLaunch = .none, isCancelled: @Sendable () -> Bool = { false },
+        progress: (String) -> Void = { _ in }
+    ) throws(SandboxError) -> UpOutcome {
+        var outcome = UpOutcome.created
+        if let existing = try store.load(topology.name) {
+            if isHealthy(existing) && existing.cellular == cellular { return .alreadyUp }
+            progress("removing the earlier, incomplete or different sandbox '\(topology.name)'")
+            try down()
+            outcome = .rebuilt
+        }
+        var state = SandboxState(name: topology.name, cellular: cellular)
+        try store.save(state)
+        do {
+            try build(&state, cellular: cellular, server: server, isCancelled: isCancelled, progress: progress)
+            state.complete = true
+            try store.save(state)
+        } catch {
+            progress("removing what was made")
+            teardown(state)
+            throw error
+        }
+        return outcome
+    }
+
+    private func check(_ isCancelled: () -> Bool) throws(SandboxError) {
+        if isCancelled() { throw .interrupted }
+    }
+
+    private func build(
+        _ state: inout SandboxState, cellular: Bool, server: ServerLaunch, isCancelled: () -> Bool,
+        progress: (String) -> Void
+    ) throws(SandboxError) {
+        typealias T = SandboxTopology
+        var namespaces: [String: NamedNamespace] = [:]
+        for name in topology.namespaces {
+            try check(isCancelled)
+            progress("creating namespace \(name)")
+            let namespace = try fail { try NamedNamespace.create(name) }
+            state.namespaces.append(name)
+            try store.save(state)
+            namespaces[name] = namespace
+        }
+        let client = namespaces[topology.clientNamespace]!
+        let router = namespaces[topology.routerNamespace]!
+        let serverNS = namespaces[topology.serverNamespace]!
+        let clientLinks = try netlink(client)
+        let routerLinks = try netlink(router)
+        let serverLinks = try netlink(serverNS)
+
+        try check(isCancelled)
+        progress("linking client, router and server")
+        try withDescriptors([client, serverNS]) { descriptors throws(SandboxError) in
+            let (clientFD, serverFD) = (descriptors[0], descriptors[1])
+            try fail {
+                try routerLinks.createVeth(name: T.wifiInterface, in: clientFD, peerName: T.routerWifiInterface)
+                if cellular {
+                    try routerLinks.createVeth(name: T.cellularInterface, in: clientFD, peerName: T.routerCellularInterface)
+                }
+                try routerLinks.createVeth(name: T.serverInterface, in: serverFD, peerName: T.routerServerInterface)
+            }
+        }
+
+        try check(isCancelled)
+        progress("addressing and routing")
+        var clientLinksToConfigure = [(T.wifiInterface, T.routerWifiInterface, T.wifiSubnet, T.wifiMetric)]
+        if cellular {
+            clientLinksToConfigure.append((T.cellularInterface, T.routerCellularInterface, T.cellularSubnet, T.cellularMetric))
+        }
+        try fail {
+            for namespaceLinks in [clientLinks, routerLinks, serverLinks] {
+                try namespaceLinks.setLink("lo", up: true)
+            }
+            for (clientEnd, routerEnd, subnet, _) in clientLinksToConfigure {
+                try clientLinks.addAddress(subnet.peerIPv4, to: clientEnd)
+                try clientLinks.addAddress(subnet.peerIPv6, to: clientEnd, noDAD: true)
+                try routerLinks.addAddress(subnet.routerIPv4, to: routerEnd)
+                try routerLinks.addAddress(subnet.routerIPv6, to: routerEnd, noDAD: true)
+                try clientLinks.setLink(clientEnd, up: true)
+                try routerLinks.setLink(routerEnd, up: true)
+            }
+            let serverSubnet = T.serverSubnet
+            try routerLinks.addAddress(serverSubnet.routerIPv4, to: T.routerServerInterface)
+            try routerLinks.addAddress(serverSubnet.routerIPv6, to: T.routerServerInterface, noDAD: true)
+            try serverLinks.addAddress(serverSubnet.peerIPv4, to: T.serverInterface)
+            try serverLinks.addAddress(serverSubnet.peerIPv6, to: T.serverInterface, noDAD: true)
+            try routerLinks.setLink(T.routerServerInterface, up: true)
+            try serverLinks.setLink(T.serverInterface, up: true)
+
+            try router.setSysctl("net.ipv4.ip_forward", "1")
+            try router.setSysctl("net.ipv6.conf.all.forwarding", "1")
+
+            for (clientEnd, _, subnet, metric) in clientLinksToConfigure {
+                try clientLinks.addRoute(destination: nil, gateway: subnet.routerIPv4.address, interface: clientEnd, metric: metric)
+                try clientLinks.addRoute(destination: nil, gateway: subnet.routerIPv6.address, interface: clientEnd, metric: metric)
+            }
+            try serverLinks.addRoute(destination: nil, gateway: serverSubnet.routerIPv4.address, interface: T.serverInterface)
+            try serverLinks.addRoute(destination: nil, gateway: serverSubnet.routerIPv6.address, interface: T.serverInterface)
+
+            try client.writeEtcFile("resolv.conf", contents: T.clientResolvConf)
+        }
+
+        guard case let .process(executable, arguments) = server else { return }
+        try check(isCancelled)
+        progress("starting the server in \(serverNS.name)")
+        let logPath = store.logPath(for: topology.name)
+        let logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let nullFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer {
+            if logFD >= 0 { close(logFD) }
+            if nullFD >= 0 { close(nullFD) }
+        }
+        let process = try fail {
+            try serverNS.spawn(
+                executable, arguments: arguments, standardInput: nullFD, standardOutput: logFD, standardError: logFD,
+                newSession: true)
+        }
+        state.server = SandboxState.RecordedProcess(
+            pid: process.pid, startTime: SandboxState.processStartTime(process.pid) ?? 0, logPath: logPath)
+        try store.save(state)
+        try waitForServer(client: client, process: state.server!, isCancelled: isCancelled)
+    }
+
+    private func waitForServer(client: NamedNamespace, process: SandboxState.RecordedProcess, isCancelled: () -> Bool) throws(SandboxError) {
+        let deadline = Date().addingTimeInterval(10)
+        var lastError: Int32 = 0
+        while Date() < deadline {
+            try check(isCancelled)
+            guard process.isRunning else {
+                let log = (try? String(contentsOfFile: process.logPath, encoding: .utf8)) ?? ""
+                throw .serverNotReady(detail: "it exited: \(log.trimmingCharacters(in: .whitespacesAndNewlines))")
+            }
+            let result = try fail {
+                try client.run {
+                    tcpConnect(to: SandboxTopology.serverIPv4, port: SandboxTopology.httpPort, timeout: 0.5)
+                }
+            }
+            guard let code = result else { return }
+            lastError = code
+            usleep(50_000)
+        }
+        throw .serverNotReady(detail: "no answer on \(SandboxTopology.serverIPv4):\(SandboxTopology.httpPort) within 10 s (\(String(cString: strerror(lastError))))")
+    }
+
+    private func withDescriptors<R>(_ namespaces: [NamedNamespace], _ body: ([NamespaceDescriptor]) throws(SandboxError) -> R) throws(SandboxError) -> R {
+        var descriptors: [NamespaceDescriptor] = []
+        defer { for descriptor in descriptors { close(descriptor.fileDescriptor) } }
+        for namespace in namespaces {
+            let fd = open(namespace.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw .namespace(.system(operation: "open \(namespace.path)", errno: errno)) }
+            descriptors.append(NamespaceDescriptor(fileDescriptor: fd, name: namespace.name))
+        }
+        return try body(descriptors)
+    }
+
+    /// A typed rtnetlink client bound to `namespace`.
+    public func netlink(_ namespace: NamedNamespace) throws(SandboxError) -> RouteNetlinkClient {
+        let connection = try fail { try namespace.openNetlinkConnection() }
+        return RouteNetlinkClient(connection: connection, namespace: namespace.name)
+    }
+
+    /// The namespace of the emulated device; throws ``SandboxError/notUp(name:)`` when it does not exist.
+    public func clientNamespace() throws(SandboxError) -> NamedNamespace {
+        do {
+            return try NamedNamespace(existing: topology.clientNamespace)
+        } catch {
+            throw .notUp(name: topology.name)
+        }
+    }
+
+    /// Removes the sandbox: stops its server, deletes its namespaces (and with them every interface,
+    /// address, route and qdisc in them) and its `/etc/netns` files, then the state file.
+    /// Returns false when there was nothing to remove.
+    @discardableResult
+    public func down() throws(SandboxError) -> Bool {
+        guard let state = try store.load(topology.name) else { return false }
+        teardown(state)
+        return true
+    }
+
+    private func teardown(_ state: SandboxState) {
+        if let server = state.server, server.isRunning {
+            kill(server.pid, SIGTERM)
+            var waited = 0
+            while server.isRunning && waited < 40 {
+                var status: Int32 = 0
+                waitpid(server.pid, &status, WNOHANG)
+                usleep(50_000)
+                waited += 1
+            }
+            if server.isRunning { kill(server.pid, SIGKILL) }
+        }
+        for name in state.namespaces.reversed() where NamedNamespace.exists(name) {
+            if let namespace = try? NamedNamespace(existing: name) {
+                try? namespace.delete()
+            }
+        }
+        store.remove(state.name)
+    }
+
+    /// Runs a program as the emulated device: in the client namespace, with the sandbox's resolver.
+    /// Equivalent to `ip netns exec lc-client PROGRAM ARGS...`. Returns the program's exit code.
+    public func exec(_ program: String, arguments: [String]) throws(SandboxError) -> Int32 {
+        let client = try clientNamespace()
+        let process = try fail { try client.spawn(program, arguments: arguments) }
+        return try fail { try process.wait() }
+    }
+}

@@ -1,0 +1,106 @@
+import RouteNetlink
+
+/// The names and addresses of one sandbox: three namespaces joined by veth pairs.
+///
+/// ```
+///  CLIENT                    ROUTER                       SERVER
+///  wl0 (wifi) ====veth==== c-wl0      s0 ====veth==== eth0
+///  [ww0 (cellular) ==veth== c-ww0]    (forwards)         HTTP 204 probe, echo, DNS
+/// ```
+///
+/// Every sandbox lives in namespaces of its own, so all sandboxes use the same addresses: 198.18.0.0/15
+/// and 2001:2::/48 (the benchmarking ranges), which no real network routes.
+public struct SandboxTopology: Sendable, Equatable {
+    /// The sandbox's name (`default` unless `--name` says otherwise).
+    public let name: String
+
+    /// The default sandbox's name.
+    public static let defaultName = "default"
+
+    /// A topology for a sandbox called `name`; throws when the name cannot be used.
+    public init(name: String = SandboxTopology.defaultName) throws(SandboxError) {
+        guard Self.isValidName(name) else { throw .invalidName(name) }
+        self.name = name
+    }
+
+    /// Names are 1 to 20 characters of lowercase letters, digits and '-', starting with a letter or digit.
+    public static func isValidName(_ name: String) -> Bool {
+        guard let first = name.first, first != "-", name.count <= 20 else { return false }
+        return name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" }
+    }
+
+    /// Prefix of the namespace names: `lc` for the default sandbox, `lc-NAME` for others.
+    public var prefix: String { name == Self.defaultName ? "lc" : "lc-\(name)" }
+    /// The emulated device's namespace (`lc-client`).
+    public var clientNamespace: String { "\(prefix)-client" }
+    /// The router's namespace (`lc-router`), where downlink conditions sit.
+    public var routerNamespace: String { "\(prefix)-router" }
+    /// The server's namespace (`lc-server`).
+    public var serverNamespace: String { "\(prefix)-server" }
+    /// All three, in the order they are created.
+    public var namespaces: [String] { [clientNamespace, routerNamespace, serverNamespace] }
+
+    /// The client's wifi interface.
+    public static let wifiInterface = "wl0"
+    /// The client's cellular interface (with `--cellular`).
+    public static let cellularInterface = "ww0"
+    /// The router's end of the wifi link.
+    public static let routerWifiInterface = "c-wl0"
+    /// The router's end of the cellular link.
+    public static let routerCellularInterface = "c-ww0"
+    /// The router's end of the server link.
+    public static let routerServerInterface = "s0"
+    /// The server's interface.
+    public static let serverInterface = "eth0"
+
+    /// One point-to-point link: the two ends' addresses, both families.
+    public struct Subnet: Sendable, Equatable {
+        public let routerIPv4: IPPrefix
+        public let peerIPv4: IPPrefix
+        public let routerIPv6: IPPrefix
+        public let peerIPv6: IPPrefix
+    }
+
+    private static func subnet(_ v4: String, _ v6: String) -> Subnet {
+        Subnet(
+            routerIPv4: IPPrefix("198.\(v4).1/24")!, peerIPv4: IPPrefix("198.\(v4).2/24")!,
+            routerIPv6: IPPrefix("2001:2:0:\(v6)::1/64")!, peerIPv6: IPPrefix("2001:2:0:\(v6)::2/64")!)
+    }
+
+    /// wl0 ↔ c-wl0: 198.18.1.0/24, 2001:2:0:1::/64.
+    public static let wifiSubnet = subnet("18.1", "1")
+    /// ww0 ↔ c-ww0: 198.18.2.0/24, 2001:2:0:2::/64.
+    public static let cellularSubnet = subnet("18.2", "2")
+    /// s0 ↔ eth0: 198.19.0.0/24, 2001:2:0:100::/64.
+    public static let serverSubnet = subnet("19.0", "100")
+
+    /// The server's IPv4 address (what `server.linkcond.test` resolves to).
+    public static var serverIPv4: IPAddress { serverSubnet.peerIPv4.address }
+    /// The server's IPv6 address.
+    public static var serverIPv6: IPAddress { serverSubnet.peerIPv6.address }
+
+    /// Route metric of the client's wifi default routes.
+    public static let wifiMetric: UInt32 = 100
+    /// Route metric of the client's cellular default routes (higher: wifi is preferred while it works).
+    public static let cellularMetric: UInt32 = 200
+
+    /// The DNS zone the server answers for.
+    public static let zone = "linkcond.test"
+    /// The server's HTTP port (probe endpoint `/generate_204`).
+    public static let httpPort: UInt16 = 80
+    /// The server's TCP/UDP echo port.
+    public static let echoPort: UInt16 = 7
+    /// The server's DNS port.
+    public static let dnsPort: UInt16 = 53
+
+    /// The client's `/etc/resolv.conf`, kept in `/etc/netns/CLIENT/resolv.conf`.
+    public static var clientResolvConf: String {
+        """
+        # Written by linkcond: the sandbox's DNS server answers for *.\(zone).
+        nameserver \(serverIPv4)
+        nameserver \(serverIPv6)
+        search \(zone)
+
+        """
+    }
+}

@@ -1,0 +1,160 @@
+import CSpawn
+import Glibc
+
+/// A process started inside a namespace.
+public struct SpawnedProcess: Sendable {
+    /// The child's process id.
+    public let pid: pid_t
+
+    /// Waits for the process to end and returns its exit code; a process killed by signal N gives
+    /// 128 + N, as shells report it.
+    public func wait() throws(NamespaceError) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno == EINTR { continue }
+            throw .system(operation: "wait for process \(pid)", errno: errno)
+        }
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// Sends `signal` to the process.
+    public func send(signal: Int32) {
+        kill(pid, signal)
+    }
+}
+
+extension NamedNamespace {
+    /// Starts a program inside the namespace, as `ip netns exec NAME PROGRAM ARGS...` does: the child
+    /// joins the network namespace, gets a private mount namespace with `/sys` remounted for the
+    /// namespace and every file of `/etc/netns/NAME/` bind-mounted over its `/etc/` twin (so
+    /// `/etc/netns/NAME/resolv.conf` is its `/etc/resolv.conf`), then executes the program.
+    ///
+    /// - Parameters:
+    ///   - program: a path, or a name looked up in `PATH`.
+    ///   - arguments: the arguments after the program name.
+    ///   - environment: the child's environment; nil passes this process's own.
+    ///   - standardInput/standardOutput/standardError: descriptors for the child; nil inherits.
+    ///   - newSession: start a new session (detached from the terminal), for daemons.
+    public func spawn(
+        _ program: String, arguments: [String] = [], environment: [String: String]? = nil,
+        standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil,
+        newSession: Bool = false
+    ) throws(NamespaceError) -> SpawnedProcess {
+        let executable = try Self.resolveExecutable(program, environment: environment)
+        var binds: [(source: String, target: String)] = []
+        if let directory = opendir(etcPath) {
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                // Only files that exist in /etc can be mounted over; iproute2 skips the others too.
+                if name != ".", name != "..", access("/etc/\(name)", F_OK) == 0 {
+                    binds.append(("\(etcPath)/\(name)", "/etc/\(name)"))
+                }
+            }
+            closedir(directory)
+        }
+        let environmentLines = environment.map { $0.map { "\($0.key)=\($0.value)" }.sorted() } ?? Self.currentEnvironment()
+
+        let cArgv = CStringArray([program] + arguments)
+        let cEnvironment = CStringArray(environmentLines)
+        let sources = CStringArray(binds.map(\.source))
+        let targets = CStringArray(binds.map(\.target))
+        var pid: pid_t = 0
+        var step: Int32 = 0
+        let code: Int32 = path.withCString { netnsPath in
+            name.withCString { sysfsName in
+                executable.withCString { executablePath in
+                    var request = lc_spawn_request()
+                    request.netns_path = netnsPath
+                    request.sysfs_name = sysfsName
+                    request.bind_sources = sources.constPointer
+                    request.bind_targets = targets.constPointer
+                    request.bind_count = Int32(binds.count)
+                    request.executable = executablePath
+                    request.argv = UnsafePointer(cArgv.pointer)
+                    request.envp = UnsafePointer(cEnvironment.pointer)
+                    request.stdin_fd = standardInput ?? -1
+                    request.stdout_fd = standardOutput ?? -1
+                    request.stderr_fd = standardError ?? -1
+                    request.new_session = newSession ? 1 : 0
+                    request.working_directory = nil
+                    return lc_spawn(&request, &pid, &step)
+                }
+            }
+        }
+        if code != 0 {
+            throw .system(operation: "run \(program) in \(name) (\(Self.describe(step: step)))", errno: code)
+        }
+        return SpawnedProcess(pid: pid)
+    }
+
+    private static func describe(step: Int32) -> String {
+        switch UInt32(step) {
+        case LC_SPAWN_FORK.rawValue: "fork"
+        case LC_SPAWN_OPEN_NETNS.rawValue: "open the namespace"
+        case LC_SPAWN_SETNS.rawValue: "join the namespace"
+        case LC_SPAWN_UNSHARE_MOUNTS.rawValue: "make a private mount namespace"
+        case LC_SPAWN_MAKE_SLAVE.rawValue: "make / a slave mount"
+        case LC_SPAWN_BIND_ETC.rawValue: "bind-mount /etc/netns files"
+        case LC_SPAWN_STDIO.rawValue: "set up standard input/output"
+        case LC_SPAWN_SETSID.rawValue: "start a new session"
+        case LC_SPAWN_CHDIR.rawValue: "change directory"
+        default: "execute"
+        }
+    }
+
+    static func currentEnvironment() -> [String] {
+        var lines: [String] = []
+        var cursor = environ
+        while let entry = cursor.pointee {
+            lines.append(String(cString: entry))
+            cursor += 1
+        }
+        return lines
+    }
+
+    /// The absolute path of `program`: itself when it contains a slash, else the first executable match
+    /// in `PATH` (from `environment`, or this process's).
+    static func resolveExecutable(_ program: String, environment: [String: String]?) throws(NamespaceError) -> String {
+        if program.contains("/") {
+            guard access(program, X_OK) == 0 else { throw .executableNotFound(program) }
+            return program
+        }
+        let searchPath = environment?["PATH"] ?? getenv("PATH").map { String(cString: $0) }
+            ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        for directory in searchPath.split(separator: ":") {
+            let candidate = "\(directory)/\(program)"
+            var info = stat()
+            if access(candidate, X_OK) == 0, stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                return candidate
+            }
+        }
+        throw .executableNotFound(program)
+    }
+}
+
+/// A NULL-terminated array of C strings that lives as long as the object.
+final class CStringArray {
+    let pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+    private let count: Int
+
+    init(_ strings: [String]) {
+        count = strings.count
+        pointer = .allocate(capacity: strings.count + 1)
+        for (index, string) in strings.enumerated() {
+            pointer[index] = strdup(string)
+        }
+        pointer[strings.count] = nil
+    }
+
+    var constPointer: UnsafePointer<UnsafePointer<CChar>?> {
+        UnsafeRawPointer(pointer).assumingMemoryBound(to: UnsafePointer<CChar>?.self)
+    }
+
+    deinit {
+        for index in 0..<count { free(pointer[index]) }
+        pointer.deallocate()
+    }
+}
