@@ -31,6 +31,17 @@ public enum LinkRequest {
         return message
     }
 
+    /// `ip link add NAME type KIND` for kinds that need no further data (`ifb`, `dummy`).
+    public static func create(name: String, kind: String) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: createFlags)
+        message.putStruct(ifinfomsg())
+        message.put(UInt16(IFLA_IFNAME), string: name)
+        let linkInfo = message.beginNest(UInt16(IFLA_LINKINFO))
+        message.put(UInt16(IFLA_INFO_KIND), string: kind)
+        message.endNest(linkInfo)
+        return message
+    }
+
     /// `ip link set dev NAME up` (or `down`): `RTM_NEWLINK` with `ifi_change = IFF_UP`.
     public static func setUp(index: Int32, _ up: Bool) -> NetlinkMessageBuilder {
         let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: 0)

@@ -110,6 +110,13 @@ public final class RouteNetlinkClient: Sendable {
         try send(message, operation)
     }
 
+    /// Creates a link of a kind that needs no further data. Equivalent to `ip link add NAME type KIND`
+    /// (e.g. `ifb`, `dummy`).
+    public func createLink(name: String, kind: String) throws(RouteNetlinkError) {
+        try Self.checkName(name)
+        try send(LinkRequest.create(name: name, kind: kind), "\(ipPrefix) link add \(name) type \(kind)")
+    }
+
     /// Sets a link up or down. Equivalent to `ip link set dev NAME up|down`.
     public func setLink(_ name: String, up: Bool) throws(RouteNetlinkError) {
         let index = try index(of: name)

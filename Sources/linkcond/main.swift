@@ -1,1 +1,4 @@
+import Glibc
 import LinkcondCLI
+
+exit(LinkcondCLI.run(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,95 @@
+import CMnl
+import Glibc
+import NetNamespace
+import Netlink
+import RouteNetlink
+
+/// What `linkcond doctor` finds: which kernel features linkcond can use, tried for real.
+public struct KernelFeature: Codable, Sendable, Equatable {
+    /// Short name: `netem`, `tbf`, `htb`, `ingress`, `veth`, `ifb`, `namespaces`.
+    public var name: String
+    /// What linkcond uses it for.
+    public var purpose: String
+    public var present: Bool
+    /// The kernel's own words when it refused, or how presence was shown.
+    public var detail: String
+    /// How to get it when it is missing.
+    public var remedy: String?
+}
+
+/// Probes kernel features in a throwaway namespace (`lc-doctor-PID`), removed again before returning.
+/// Nothing outside that namespace is touched.
+public enum KernelDoctor {
+    /// Runs every probe. Throws only when the throwaway namespace itself cannot be made.
+    public static func check() throws(SandboxError) -> [KernelFeature] {
+        let name = "lc-doctor-\(getpid())"
+        let namespace: NamedNamespace
+        do {
+            namespace = try NamedNamespace.create(name)
+        } catch {
+            throw .namespace(error)
+        }
+        defer { try? namespace.delete() }
+        var features = [
+            KernelFeature(name: "namespaces", purpose: "isolated client, router and server", present: true,
+                          detail: "created \(name)", remedy: nil)
+        ]
+        let client: RouteNetlinkClient
+        do {
+            client = RouteNetlinkClient(connection: try namespace.openNetlinkConnection(), namespace: name)
+        } catch {
+            throw .namespace(error)
+        }
+        let vethResult = Result { () throws(RouteNetlinkError) in try client.createVeth(name: "probe0", peerName: "probe1") }
+        features.append(feature("veth", "the links between client, router and server", vethResult,
+                                remedy: "enable CONFIG_VETH (modprobe veth)"))
+        features.append(feature("ifb", "conditions on ingress (userspace backend, later features)",
+                                Result { () throws(RouteNetlinkError) in try client.createLink(name: "probeifb0", kind: "ifb") },
+                                remedy: "enable CONFIG_IFB (modprobe ifb)"))
+        let qdiscs: [(String, String, String)] = [
+            ("netem", "delay, jitter, loss, duplication, corruption, reordering and rate",
+             "this kernel lacks CONFIG_NET_SCH_NETEM: load sch_netem (modprobe sch_netem), boot a distribution kernel (Debian: linux-image-amd64), or use the VM tier (scripts/vm-test)"),
+            ("tbf", "rate limiting", "enable CONFIG_NET_SCH_TBF (modprobe sch_tbf)"),
+            ("htb", "a separate DNS branch (slow DNS profiles)", "enable CONFIG_NET_SCH_HTB (modprobe sch_htb)"),
+        ]
+        for (kind, purpose, remedy) in qdiscs {
+            guard case .success = vethResult else {
+                features.append(KernelFeature(name: kind, purpose: purpose, present: false,
+                                              detail: "not tried: no veth to try it on", remedy: remedy))
+                continue
+            }
+            // No options on purpose: a kernel that has the qdisc refuses the empty request for another
+            // reason (missing parameters); only a missing one answers "Specified qdisc kind is unknown".
+            let result = Result { () throws(RouteNetlinkError) in
+                try client.replaceQdisc(on: "probe0", handle: TrafficControlHandle(major: 1, minor: 0), kind: kind)
+            }
+            features.append(qdiscFeature(kind, purpose, result, remedy: remedy))
+        }
+        return features
+    }
+
+    private static func feature(_ name: String, _ purpose: String, _ result: Result<Void, RouteNetlinkError>, remedy: String) -> KernelFeature {
+        switch result {
+        case .success:
+            KernelFeature(name: name, purpose: purpose, present: true, detail: "created one", remedy: nil)
+        case let .failure(error):
+            KernelFeature(name: name, purpose: purpose, present: false, detail: error.description, remedy: remedy)
+        }
+    }
+
+    private static func qdiscFeature(_ kind: String, _ purpose: String, _ result: Result<Void, RouteNetlinkError>, remedy: String) -> KernelFeature {
+        switch result {
+        case .success:
+            return KernelFeature(name: kind, purpose: purpose, present: true, detail: "installed one", remedy: nil)
+        case let .failure(error):
+            if error.errno == ENOENT {
+                return KernelFeature(name: kind, purpose: purpose, present: false, detail: error.description, remedy: remedy)
+            }
+            // Any other refusal comes from the qdisc's own code, so it is there.
+            let words: String
+            if case let .netlink(inner) = error { words = inner.kernelMessage ?? inner.systemMessage ?? "refused" } else { words = error.description }
+            return KernelFeature(name: kind, purpose: purpose, present: true,
+                                 detail: "present (an empty request was refused by the qdisc itself: \(words))", remedy: nil)
+        }
+    }
+}

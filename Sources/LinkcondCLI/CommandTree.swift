@@ -1,0 +1,91 @@
+/// linkcond's command tree: every command, option and help text in one place.
+public enum CommandTree {
+    static let nameOption = OptionSpec.value(
+        "name", short: "n", help: "the sandbox to act on", defaultDescription: "default")
+
+    /// The root command.
+    public static let root = CommandSpec(
+        "linkcond",
+        abstract: "A network-condition lab: put a bad network between a device and a server, and watch what happens.",
+        discussion: """
+            linkcond builds a sandbox of three network namespaces (client, router, server) joined by veth
+            pairs, and runs programs as the "client" device. Nothing in the host's own network namespace is
+            touched. It needs root.
+            """,
+        subcommands: [up, down, status, exec, doctor, serve],
+        examples: [
+            "sudo linkcond up",
+            "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
+            "sudo linkcond down",
+        ])
+
+    static let up = CommandSpec(
+        "up",
+        abstract: "Create the sandbox (client, router and server namespaces) and start its server.",
+        discussion: """
+            The client reaches the server through the router over IPv4 (198.18.0.0/15) and IPv6
+            (2001:2::/48). The server answers HTTP (/generate_204 gives 204), TCP and UDP echo on port 7,
+            and DNS for *.linkcond.test. Running 'up' on a sandbox that is up already changes nothing.
+            What was made is recorded in /run/linkcond/NAME.json, so 'down' removes exactly that.
+            """,
+        options: [
+            nameOption,
+            .flag("cellular", help: "also give the client a cellular interface ww0 (route metric 200, behind wl0's 100)"),
+            .flag("json", help: "print the resulting status as JSON"),
+        ],
+        examples: ["sudo linkcond up", "sudo linkcond up --name lab2 --cellular"])
+
+    static let down = CommandSpec(
+        "down",
+        abstract: "Remove a sandbox: stop its server and delete its namespaces.",
+        options: [
+            nameOption,
+            .flag("all", help: "remove every sandbox linkcond recorded"),
+        ],
+        mutuallyExclusive: [["name", "all"]],
+        examples: ["sudo linkcond down", "sudo linkcond down --all"])
+
+    static let status = CommandSpec(
+        "status",
+        abstract: "Show the sandboxes, their interfaces, addresses and routes, read back from the kernel.",
+        options: [
+            OptionSpec.value("name", short: "n", help: "only this sandbox", defaultDescription: "all"),
+            .flag("json", help: "print JSON"),
+        ])
+
+    static let exec = CommandSpec(
+        "exec",
+        abstract: "Run a command as the device, in the client namespace; its exit code is passed through.",
+        discussion: """
+            The command sees the client's interfaces and routes, and resolves names with the sandbox's DNS
+            server (/etc/netns/CLIENT/resolv.conf is its /etc/resolv.conf), as with 'ip netns exec'.
+            """,
+        options: [nameOption],
+        passthrough: PositionalSpec("command", help: "the command and its arguments", isRequired: true, isVariadic: true),
+        examples: [
+            "sudo linkcond exec -- curl -s -o /dev/null -w '%{http_code}' http://server.linkcond.test/generate_204",
+            "sudo linkcond exec -- ping -c 3 server.linkcond.test",
+        ])
+
+    static let doctor = CommandSpec(
+        "doctor",
+        abstract: "Check which kernel features linkcond can use (netem, tbf, htb, ifb, veth, namespaces).",
+        discussion: """
+            Each feature is tried for real in a throwaway namespace, and a refusal is shown in the kernel's
+            own words. Nothing outside that namespace is changed.
+            """,
+        options: [.flag("json", help: "print JSON")])
+
+    static let serve = CommandSpec(
+        "serve",
+        abstract: "Run the sandbox server's responders in the current namespace (started by 'up').",
+        discussion: """
+            Answers HTTP on port 80 (/generate_204 gives 204, / a small page), TCP and UDP echo on port 7,
+            and DNS on port 53 for *.linkcond.test, until it receives SIGTERM or SIGINT. 'linkcond up'
+            starts it inside the server namespace; there is rarely a reason to run it by hand.
+            """,
+        options: [
+            nameOption,
+            .value("portal-flag", valueName: "path", help: "while this file exists, /generate_204 answers as a captive portal"),
+        ])
+}
