@@ -23,7 +23,8 @@ let package = Package(
         .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl"]),
         .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
         .target(name: "Responders"),
-        .target(name: "Conditioning", dependencies: ["RouteNetlink", "NetNamespace", "Netlink"]),
+        .target(name: "JSONDocument"),
+        .target(name: "Conditioning", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
         .target(name: "LinkcondCLI", dependencies: ["Conditioning", "Responders", "RouteNetlink", "NetNamespace", "Netlink"]),
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
 
@@ -34,6 +35,8 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "RespondersTests", dependencies: ["Responders"]),
+        .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
+        .testTarget(name: "ConditioningTests", dependencies: ["Conditioning", "RouteNetlink", "JSONDocument"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI"]),
         .testTarget(
             name: "IntegrationTests",
