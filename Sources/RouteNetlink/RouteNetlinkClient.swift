@@ -248,4 +248,27 @@ public final class RouteNetlinkClient: Sendable {
         }
         return qdiscs
     }
+
+    // MARK: Filters
+
+    /// Attaches a u32 filter. Equivalent to
+    /// `tc filter add dev NAME parent PARENT protocol P prio N u32 match … flowid CLASS`.
+    public func addFilter(_ filter: U32Filter, on name: String, parent: TrafficControlHandle) throws(RouteNetlinkError) {
+        let index = try index(of: name)
+        let protocolName = filter.protocolNumber == 0x86dd ? "ipv6" : (filter.protocolNumber == 0x0800 ? "ip" : String(filter.protocolNumber, radix: 16))
+        try send(
+            FilterRequest.add(filter, interfaceIndex: index, parent: parent),
+            "\(tcPrefix) filter add dev \(name) parent \(parent) protocol \(protocolName) prio \(filter.priority) u32 flowid \(filter.classID)")
+    }
+
+    /// The filters attached to `parent` on a link. Equivalent to `tc filter show dev NAME parent PARENT`.
+    public func filters(on name: String, parent: TrafficControlHandle) throws(RouteNetlinkError) -> [TrafficFilter] {
+        let index = try index(of: name)
+        var filters: [TrafficFilter] = []
+        for message in try dump(FilterRequest.dump(interfaceIndex: index, parent: parent), "\(tcPrefix) filter show dev \(name) parent \(parent)")
+        where message.type == UInt16(RTM_NEWTFILTER) {
+            filters.append(try TrafficFilter.decode(message))
+        }
+        return filters
+    }
 }
