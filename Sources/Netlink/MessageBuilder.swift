@@ -126,7 +126,11 @@ public final class NetlinkMessageBuilder {
     /// Closes a nest: its length becomes everything appended since ``beginNest(_:nestedFlag:)``.
     public func endNest(_ nest: Nest) {
         guard overflowed == nil else { return }
-        let nestLength = UInt16(truncatingIfNeeded: length - nest.offset)
+        guard length - nest.offset <= Int(UInt16.max) else {
+            overflowed = "a nest of \(length - nest.offset) bytes exceeds the 65535 an attribute can hold"
+            return
+        }
+        let nestLength = UInt16(length - nest.offset)
         buffer.storeBytes(of: nestLength, toByteOffset: nest.offset, as: UInt16.self)
     }
 

@@ -19,7 +19,7 @@ public enum LinkRequest {
         if let namespaceFD { message.put(UInt16(IFLA_NET_NS_FD), uint32: UInt32(bitPattern: namespaceFD)) }
         message.put(UInt16(IFLA_IFNAME), string: name)
         let linkInfo = message.beginNest(UInt16(IFLA_LINKINFO))
-        message.put(UInt16(IFLA_INFO_KIND), string: "veth")
+        message.put(UInt16(IFLA_INFO_KIND), bytes: Array("veth".utf8))  // iproute2 sends the kind without its NUL
         let data = message.beginNest(UInt16(IFLA_INFO_DATA))
         let peer = message.beginNest(UInt16(VETH_INFO_PEER))
         message.putStruct(ifinfomsg())
@@ -37,7 +37,7 @@ public enum LinkRequest {
         message.putStruct(ifinfomsg())
         message.put(UInt16(IFLA_IFNAME), string: name)
         let linkInfo = message.beginNest(UInt16(IFLA_LINKINFO))
-        message.put(UInt16(IFLA_INFO_KIND), string: kind)
+        message.put(UInt16(IFLA_INFO_KIND), bytes: Array(kind.utf8))
         message.endNest(linkInfo)
         return message
     }
