@@ -93,7 +93,10 @@ extension NetemParameters {
 
         let nest = message.beginNest(UInt16(TCA_OPTIONS))
         message.putStruct(options)
-        if delayCorrelation != 0 || lossCorrelation != 0 || duplicateCorrelation != 0 || reorderCorrelation != 0 {
+        if delayCorrelation != 0 || lossCorrelation != 0 || duplicateCorrelation != 0 || reorderCorrelation != 0
+            || corruptCorrelation != 0
+        {
+            // tc sends CORR whenever a correlation was given, the reorder and corrupt ones included.
             var correlation = tc_netem_corr()
             correlation.delay_corr = delayCorrelation
             correlation.loss_corr = lossCorrelation

@@ -190,17 +190,21 @@ final class GoldenBytesTests: XCTestCase {
     func testRouteRequestsMatchIproute2() throws { try assertGroupMatches("route") }
     func testQdiscRequestsMatchIproute2() throws { try assertGroupMatches("qdisc") }
 
-    /// Every file in Fixtures/ is used: request fixtures by a case above, reply fixtures by DecoderTests.
+    /// Every file in Fixtures/ is used: request fixtures by a case above or in TrafficControlGoldenTests,
+    /// reply fixtures by DecoderTests.
     func testEveryFixtureIsCovered() throws {
         let files = Set(try Fixture.allNames())
         let requests = Set(Self.cases.keys)
+        let trafficControl = Set(TrafficControlGoldenTests.cases.keys)
         let replies = Set(DecoderTests.replyFixtures)
         XCTAssertTrue(requests.isDisjoint(with: replies))
+        XCTAssertTrue(trafficControl.isDisjoint(with: requests.union(replies)))
         XCTAssertEqual(
-            files.subtracting(requests).subtracting(replies).sorted(), [],
-            "fixtures no test uses: add a case to GoldenBytesTests.cases or a decoder test")
+            files.subtracting(requests).subtracting(trafficControl).subtracting(replies).sorted(), [],
+            "fixtures no test uses: add a case to GoldenBytesTests.cases (or TrafficControlGoldenTests.cases) or a decoder test")
         XCTAssertEqual(
-            requests.union(replies).subtracting(files).sorted(), [], "cases without a fixture: run scripts/capture-fixtures")
+            requests.union(trafficControl).union(replies).subtracting(files).sorted(), [],
+            "cases without a fixture: run scripts/capture-fixtures")
         let groups = ["link", "addr", "route", "qdisc"]
         for name in requests {
             XCTAssertTrue(groups.contains { name.hasPrefix($0 + "-") }, "\(name) is in no test group, so no test runs it")
