@@ -110,6 +110,9 @@ public struct Sandbox: Sendable {
             state.namespaces.append(name)
             try store.save(state)
             namespaces[name] = namespace
+            // No duplicate address detection on the sandbox's links: nothing else is on them, and DAD
+            // would keep IPv6 (link-local addresses included) unusable for a second or two after `up`.
+            try fail { try namespace.setSysctl("net.ipv6.conf.default.accept_dad", "0") }
         }
         let client = namespaces[topology.clientNamespace]!
         let router = namespaces[topology.routerNamespace]!
@@ -200,16 +203,20 @@ public struct Sandbox: Sendable {
                 let log = (try? String(contentsOfFile: process.logPath, encoding: .utf8)) ?? ""
                 throw .serverNotReady(detail: "it exited: \(log.trimmingCharacters(in: .whitespacesAndNewlines))")
             }
+            // Both families must answer: IPv6 neighbour discovery can lag behind IPv4 ARP.
             let result = try fail {
-                try client.run {
-                    tcpConnect(to: SandboxTopology.serverIPv4, port: SandboxTopology.httpPort, timeout: 0.5)
+                try client.run { () -> Int32? in
+                    for address in [SandboxTopology.serverIPv4, SandboxTopology.serverIPv6] {
+                        if let failure = tcpConnect(to: address, port: SandboxTopology.httpPort, timeout: 0.5) { return failure }
+                    }
+                    return nil
                 }
             }
             guard let code = result else { return }
             lastError = code
             usleep(50_000)
         }
-        throw .serverNotReady(detail: "no answer on \(SandboxTopology.serverIPv4):\(SandboxTopology.httpPort) within 10 s (\(String(cString: strerror(lastError))))")
+        throw .serverNotReady(detail: "no answer on \(SandboxTopology.serverIPv4) and [\(SandboxTopology.serverIPv6)] port \(SandboxTopology.httpPort) within 10 s (\(String(cString: strerror(lastError))))")
     }
 
     private func withDescriptors<R>(_ namespaces: [NamedNamespace], _ body: ([NamespaceDescriptor]) throws(SandboxError) -> R) throws(SandboxError) -> R {
@@ -258,7 +265,13 @@ public struct Sandbox: Sendable {
                 usleep(50_000)
                 waited += 1
             }
-            if server.isRunning { kill(server.pid, SIGKILL) }
+            var status: Int32 = 0
+            waitpid(server.pid, &status, WNOHANG)
+            if server.isRunning {
+                kill(server.pid, SIGKILL)
+                // Reaps it when it is our child (a library user's sandbox); ECHILD otherwise.
+                waitpid(server.pid, &status, 0)
+            }
         }
         for name in state.namespaces.reversed() where NamedNamespace.exists(name) {
             if let namespace = try? NamedNamespace(existing: name) {

@@ -20,6 +20,8 @@ public enum SandboxError: Error, Sendable, CustomStringConvertible {
     case interrupted
     /// linkcond is not running as root.
     case notRoot
+    /// What the kernel holds after applying conditions is not what was sent.
+    case conditionsMismatch(site: String, differences: [String])
 
     public var description: String {
         switch self {
@@ -33,6 +35,8 @@ public enum SandboxError: Error, Sendable, CustomStringConvertible {
         case let .serverNotReady(detail): "the sandbox's server did not start: \(detail)"
         case .interrupted: "interrupted; everything made so far was removed again"
         case .notRoot: "linkcond needs root to create namespaces and change their links: run it with sudo"
+        case let .conditionsMismatch(site, differences):
+            "the kernel does not hold the conditions that were sent on \(site): \(differences.joined(separator: "; "))"
         }
     }
 }

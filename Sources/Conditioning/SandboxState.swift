@@ -19,6 +19,13 @@ public struct SandboxState: Codable, Sendable, Equatable {
         }
     }
 
+    /// The profile currently on the wire, as `linkcond apply` recorded it.
+    public struct AppliedConditions: Codable, Sendable, Equatable {
+        public var profile: String
+        public var source: String?
+        public var appliedAt: String
+    }
+
     public var version = 1
     public var name: String
     public var cellular: Bool
@@ -30,6 +37,8 @@ public struct SandboxState: Codable, Sendable, Equatable {
     public var complete = false
     /// ISO 8601 time of creation.
     public var createdAt: String
+    /// The profile applied last, nil when the wire is clear.
+    public var conditions: AppliedConditions?
 
     public init(name: String, cellular: Bool) {
         self.name = name
@@ -44,7 +53,8 @@ public struct SandboxState: Codable, Sendable, Equatable {
         else { return nil }
         // Fields after "comm)" start at field 3; starttime is field 22.
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 19 else { return nil }
+        // A zombie (Z) or dead (X) process is not running, even though /proc still lists it.
+        guard fields.count > 19, fields[0] != "Z", fields[0] != "X" else { return nil }
         return UInt64(fields[19])
     }
 }

@@ -12,10 +12,11 @@ public enum CommandTree {
             pairs, and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
-        subcommands: [up, down, status, exec, doctor, serve],
+        subcommands: [up, down, status, exec, apply, clear, show, profiles, doctor, serve],
         examples: [
             "sudo linkcond up",
             "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
+            "sudo linkcond apply edge",
             "sudo linkcond down",
         ])
 
@@ -66,6 +67,39 @@ public enum CommandTree {
             "sudo linkcond exec -- curl -s -o /dev/null -w '%{http_code}' http://server.linkcond.test/generate_204",
             "sudo linkcond exec -- ping -c 3 server.linkcond.test",
         ])
+
+    static let apply = CommandSpec(
+        "apply",
+        abstract: "Put a network profile on the sandbox's wire (creates the sandbox when it is not up).",
+        discussion: """
+            PROFILE is a catalog name (see 'linkcond profiles') or a path to a profile file. The profile is
+            parsed and checked before anything changes; then netem qdiscs are installed through netlink on
+            both ends of the client's links (uplink on the client's end, downlink on the router's), read
+            back and compared with what was sent. Applying another profile replaces the conditions in
+            place: there is never a moment without conditions.
+            """,
+        options: [
+            nameOption,
+            .value("backend", help: "how conditions are made", defaultDescription: "auto", allowedValues: ["auto", "netem", "userspace"]),
+            .flag("json", help: "print what was done as JSON"),
+        ],
+        positionals: [PositionalSpec("profile", help: "a catalog name such as 'edge', or a path to a profile JSON file")],
+        examples: ["sudo linkcond apply edge", "sudo linkcond apply profiles/100-loss.json --name lab2"])
+
+    static let clear = CommandSpec(
+        "clear",
+        abstract: "Remove the conditions: the sandbox's links carry traffic unimpaired again.",
+        options: [nameOption])
+
+    static let show = CommandSpec(
+        "show",
+        abstract: "Show the conditions the kernel holds, read back and decoded into profile terms, with counters.",
+        options: [nameOption, .flag("json", help: "print JSON")])
+
+    static let profiles = CommandSpec(
+        "profiles",
+        abstract: "List the profile catalog.",
+        options: [.flag("json", help: "print JSON")])
 
     static let doctor = CommandSpec(
         "doctor",

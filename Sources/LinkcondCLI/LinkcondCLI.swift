@@ -23,6 +23,9 @@ public enum LinkcondCLI {
             return parsed.helpRequested ? 0 : 2
         }
         do {
+            if parsed.subcommandPath[0] == "profiles" {
+                return try ConditionCommands.profiles(parsed)
+            }
             if geteuid() != 0 {
                 throw SandboxError.notRoot
             }
@@ -31,6 +34,9 @@ public enum LinkcondCLI {
             case "down": return try SandboxCommands.down(parsed)
             case "status": return try SandboxCommands.status(parsed)
             case "exec": return try SandboxCommands.exec(parsed)
+            case "apply": return try ConditionCommands.apply(parsed)
+            case "clear": return try ConditionCommands.clear(parsed)
+            case "show": return try ConditionCommands.show(parsed)
             case "doctor": return try DoctorCommand.run(parsed)
             case "serve": return try ServeCommand.run(parsed)
             default:
@@ -44,6 +50,9 @@ public enum LinkcondCLI {
         } catch let error as SandboxError {
             Output.error(error.description)
             return error.isInterrupted ? 130 : 1
+        } catch let error as ProfileError {
+            Output.error(error.description)
+            return 1
         } catch let error as CommandFailure {
             Output.error(error.description)
             return error.exitCode

@@ -123,7 +123,7 @@ public final class RouteNetlinkClient: Sendable {
         try send(LinkRequest.setUp(index: index, up), "\(ipPrefix) link set dev \(name) \(up ? "up" : "down")")
     }
 
-    /// Renames a link. Equivalent to `ip link set dev NAME name NEWNAME` (the link must be down).
+    /// Renames a link. Equivalent to `ip link set dev NAME name NEWNAME` (older kernels want the link down first).
     public func renameLink(_ name: String, to newName: String) throws(RouteNetlinkError) {
         try Self.checkName(newName)
         let index = try index(of: name)

@@ -1,0 +1,72 @@
+import RouteNetlink
+
+/// Turns a profile direction (user intent: fractions, nanoseconds, bits per second) into netem's wire
+/// parameters (scaled u32 probabilities, bytes per second, a queue limit).
+public enum NetemMapping {
+    /// The queue limit used when a profile does not set one: large enough that the bandwidth-delay
+    /// product never tail-drops (netem's default of 1000 packets silently does at high rate × delay).
+    ///
+    /// With a rate: four times the bandwidth-delay product in 1500-byte packets (delay + jitter + slot
+    /// wait), at least 1000. Without one: the product at 1 Gbit/s, at least 1000, at most 100 000.
+    public static func derivedQueueLimit(for conditions: LinkConditions, extraDelay: UInt64 = 0) -> UInt32 {
+        let wait = Double(conditions.delay + conditions.jitter + extraDelay + (conditions.slot?.maxDelay ?? 0)) / 1e9
+        let bitsPerSecond = Double(conditions.rate ?? 1_000_000_000)
+        let packets = (bitsPerSecond / 8 * wait / 1500).rounded(.up)
+        let factor: Double = conditions.rate == nil ? 1 : 4
+        return UInt32(min(max(1000, packets * factor), 100_000))
+    }
+
+    /// The netem parameters for `conditions`, with `extraDelay` nanoseconds added (the DNS branch).
+    /// `distributions` loads a named delay table (tc's `*.dist` files).
+    public static func parameters(
+        for conditions: LinkConditions, extraDelay: UInt64 = 0,
+        distributions: (String) throws(RouteNetlinkError) -> [Int16] = { name throws(RouteNetlinkError) in try NetemDistribution.load(name) }
+    ) throws(RouteNetlinkError) -> NetemParameters {
+        var parameters = NetemParameters()
+        parameters.delay = conditions.delay + extraDelay
+        parameters.jitter = conditions.jitter
+        if conditions.jitter > 0 {
+            parameters.delayCorrelation = NetemProbability.scaled(conditions.delayCorrelation)
+            if let distribution = conditions.distribution, distribution != .uniform {
+                parameters.distribution = try distributions(distribution.rawValue)
+            }
+        }
+        switch conditions.loss {
+        case nil: break
+        case let .random(probability, correlation)?:
+            parameters.loss = NetemProbability.scaled(probability)
+            parameters.lossCorrelation = NetemProbability.scaled(correlation)
+        case let .gilbertElliott(p, r, oneMinusH, oneMinusK)?:
+            // As tc: the wire carries h = 1 - (1-h), computed from the top of the range, and 1-k as is.
+            parameters.lossModel = .gilbertElliott(
+                p: NetemProbability.scaled(p), r: NetemProbability.scaled(r),
+                h: UInt32.max - NetemProbability.scaled(oneMinusH), k1: NetemProbability.scaled(oneMinusK))
+        case let .fourState(p13, p31, p32, p23, p14)?:
+            parameters.lossModel = .fourState(
+                p13: NetemProbability.scaled(p13), p31: NetemProbability.scaled(p31), p32: NetemProbability.scaled(p32),
+                p14: NetemProbability.scaled(p14), p23: NetemProbability.scaled(p23))
+        }
+        if let duplicate = conditions.duplicate {
+            parameters.duplicate = NetemProbability.scaled(duplicate.probability)
+            parameters.duplicateCorrelation = NetemProbability.scaled(duplicate.correlation)
+        }
+        if let corrupt = conditions.corrupt {
+            parameters.corrupt = NetemProbability.scaled(corrupt.probability)
+            parameters.corruptCorrelation = NetemProbability.scaled(corrupt.correlation)
+        }
+        if let reorder = conditions.reorder, reorder.probability > 0 {
+            parameters.reorder = NetemProbability.scaled(reorder.probability)
+            parameters.reorderCorrelation = NetemProbability.scaled(reorder.correlation)
+            parameters.gap = reorder.gap
+        }
+        if let slot = conditions.slot {
+            parameters.slot = NetemSlot(
+                minDelay: Int64(slot.minDelay), maxDelay: Int64(slot.maxDelay),
+                maxPackets: Int32(clamping: slot.packets ?? 0), maxBytes: Int32(clamping: slot.bytes ?? 0))
+        }
+        if let rate = conditions.rate { parameters.rate = rate / 8 }
+        parameters.ecn = conditions.ecn
+        parameters.limit = conditions.queueLimit ?? derivedQueueLimit(for: conditions, extraDelay: extraDelay)
+        return parameters
+    }
+}
