@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "RouteNetlink", targets: ["RouteNetlink"]),
         .library(name: "NetNamespace", targets: ["NetNamespace"]),
         .library(name: "Conditioning", targets: ["Conditioning"]),
+        .library(name: "PathMonitor", targets: ["PathMonitor"]),
         .executable(name: "linkcond", targets: ["linkcond"]),
     ],
     targets: [
@@ -25,7 +26,10 @@ let package = Package(
         .target(name: "Responders"),
         .target(name: "JSONDocument"),
         .target(name: "Conditioning", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
-        .target(name: "LinkcondCLI", dependencies: ["Conditioning", "Responders", "RouteNetlink", "NetNamespace", "Netlink"]),
+        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Responders", "CMnl"]),
+        .target(
+            name: "LinkcondCLI",
+            dependencies: ["Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "Netlink"]),
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "CMnl"]),
@@ -38,9 +42,10 @@ let package = Package(
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ConditioningTests", dependencies: ["Conditioning", "RouteNetlink", "JSONDocument"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI"]),
+        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "Netlink"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Conditioning", "Responders"]
+            dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Conditioning", "Responders", "PathMonitor"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -126,11 +126,14 @@ public struct Sandbox: Sendable {
         try withDescriptors([client, serverNS]) { descriptors throws(SandboxError) in
             let (clientFD, serverFD) = (descriptors[0], descriptors[1])
             try fail {
-                try routerLinks.createVeth(name: T.wifiInterface, in: clientFD, peerName: T.routerWifiInterface)
-                if cellular {
-                    try routerLinks.createVeth(name: T.cellularInterface, in: clientFD, peerName: T.routerCellularInterface)
+                func veth(_ name: String, in target: NamespaceDescriptor, peer: String) throws {
+                    try routerLinks.createVeth(
+                        name: name, index: T.interfaceIndexes[name]!, in: target, peerName: peer,
+                        peerIndex: T.interfaceIndexes[peer]!)
                 }
-                try routerLinks.createVeth(name: T.serverInterface, in: serverFD, peerName: T.routerServerInterface)
+                try veth(T.wifiInterface, in: clientFD, peer: T.routerWifiInterface)
+                if cellular { try veth(T.cellularInterface, in: clientFD, peer: T.routerCellularInterface) }
+                try veth(T.serverInterface, in: serverFD, peer: T.routerServerInterface)
             }
         }
 

@@ -53,6 +53,14 @@ public struct SandboxTopology: Sendable, Equatable {
     /// The server's interface.
     public static let serverInterface = "eth0"
 
+    /// Interface indexes: each veth end gets its own, different from its peer's, so the kernel reports
+    /// carrier changes at once instead of batching them for up to a second (see
+    /// `RouteNetlinkClient.createVeth`).
+    public static let interfaceIndexes: [String: Int32] = [
+        wifiInterface: 20, routerWifiInterface: 21, cellularInterface: 30, routerCellularInterface: 31,
+        serverInterface: 40, routerServerInterface: 41,
+    ]
+
     /// One point-to-point link: the two ends' addresses, both families.
     public struct Subnet: Sendable, Equatable {
         public let routerIPv4: IPPrefix

@@ -12,7 +12,7 @@ public enum CommandTree {
             pairs, and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
-        subcommands: [up, down, status, exec, apply, clear, show, profiles, doctor, serve],
+        subcommands: [up, down, status, exec, apply, clear, show, profiles, monitor, doctor, serve],
         examples: [
             "sudo linkcond up",
             "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
@@ -100,6 +100,25 @@ public enum CommandTree {
         "profiles",
         abstract: "List the profile catalog.",
         options: [.flag("json", help: "print JSON")])
+
+    static let monitor = CommandSpec(
+        "monitor",
+        abstract: "Stream path updates (and reachability probes with --probe) as they happen, until Ctrl-C.",
+        discussion: """
+            The path monitor follows the client namespace's links, addresses and routes through rtnetlink
+            (or the host's own, read-only, with --host) and prints every change: status (satisfied,
+            unsatisfied with a reason, requiresConnection), the interfaces in use, IPv4/IPv6/DNS support,
+            and whether the path is expensive. The first line is the baseline. With --probe, the
+            reachability prober also runs (HTTP /generate_204, DNS, TCP) and prints its state and samples.
+            """,
+        options: [
+            nameOption,
+            .flag("host", help: "watch the host's own namespace instead of a sandbox (read-only)"),
+            .flag("json", help: "one JSON object a line, with a timestamp in seconds since start"),
+            .flag("probe", help: "also run the reachability prober"),
+        ],
+        mutuallyExclusive: [["name", "host"]],
+        examples: ["sudo linkcond monitor", "sudo linkcond monitor --json --probe", "linkcond monitor --host"])
 
     static let doctor = CommandSpec(
         "doctor",

@@ -1,4 +1,5 @@
 import Conditioning
+import PathMonitor
 import Glibc
 import NetNamespace
 import Responders
@@ -37,6 +38,7 @@ public enum LinkcondCLI {
             case "apply": return try ConditionCommands.apply(parsed)
             case "clear": return try ConditionCommands.clear(parsed)
             case "show": return try ConditionCommands.show(parsed)
+            case "monitor": return try MonitorCommand.run(parsed)
             case "doctor": return try DoctorCommand.run(parsed)
             case "serve": return try ServeCommand.run(parsed)
             default:
@@ -50,6 +52,9 @@ public enum LinkcondCLI {
         } catch let error as SandboxError {
             Output.error(error.description)
             return error.isInterrupted ? 130 : 1
+        } catch let error as PathMonitorError {
+            Output.error(error.description)
+            return 1
         } catch let error as ProfileError {
             Output.error(error.description)
             return 1

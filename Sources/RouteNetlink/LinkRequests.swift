@@ -11,18 +11,21 @@ public enum LinkRequest {
     /// `namespaceFD`/`peerNamespaceFD` are open descriptors of `/run/netns/NS` (`IFLA_NET_NS_FD`); nil
     /// means the namespace of the socket the request is sent on. Flags: `NLM_F_CREATE | NLM_F_EXCL`, so an
     /// existing interface of that name is an error (`EEXIST`) rather than silently reused.
+    ///
+    /// `index`/`peerIndex` ask for specific interface indexes (`ifi_index`); 0 lets the kernel choose.
     public static func createVeth(
-        name: String, namespaceFD: Int32? = nil, peerName: String, peerNamespaceFD: Int32? = nil
+        name: String, index: Int32 = 0, namespaceFD: Int32? = nil, peerName: String, peerIndex: Int32 = 0,
+        peerNamespaceFD: Int32? = nil
     ) -> NetlinkMessageBuilder {
         let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: createFlags)
-        message.putStruct(ifinfomsg())
+        message.putStruct(ifinfo(index: index))
         if let namespaceFD { message.put(UInt16(IFLA_NET_NS_FD), uint32: UInt32(bitPattern: namespaceFD)) }
         message.put(UInt16(IFLA_IFNAME), string: name)
         let linkInfo = message.beginNest(UInt16(IFLA_LINKINFO))
         message.put(UInt16(IFLA_INFO_KIND), bytes: Array("veth".utf8))  // iproute2 sends the kind without its NUL
         let data = message.beginNest(UInt16(IFLA_INFO_DATA))
         let peer = message.beginNest(UInt16(VETH_INFO_PEER))
-        message.putStruct(ifinfomsg())
+        message.putStruct(ifinfo(index: peerIndex))
         if let peerNamespaceFD { message.put(UInt16(IFLA_NET_NS_FD), uint32: UInt32(bitPattern: peerNamespaceFD)) }
         message.put(UInt16(IFLA_IFNAME), string: peerName)
         message.endNest(peer)

@@ -95,17 +95,25 @@ public final class RouteNetlinkClient: Sendable {
     ///
     /// Each end can be created directly in another namespace, so neither end ever appears in the
     /// namespace the request is sent from.
+    ///
+    /// `index` and `peerIndex` request interface indexes (0: the kernel picks). Giving the two ends
+    /// different indexes matters when they live in different namespaces: the kernel treats a veth's
+    /// carrier change as urgent only when its index differs from its peer's (`linkwatch_urgent_event`),
+    /// and otherwise batches the notification for up to a second.
     public func createVeth(
-        name: String, in target: NamespaceDescriptor? = nil, peerName: String, peerIn peerTarget: NamespaceDescriptor? = nil
+        name: String, index: Int32 = 0, in target: NamespaceDescriptor? = nil, peerName: String, peerIndex: Int32 = 0,
+        peerIn peerTarget: NamespaceDescriptor? = nil
     ) throws(RouteNetlinkError) {
         try Self.checkName(name)
         try Self.checkName(peerName)
         var operation = "\(ipPrefix) link add \(name)"
+        if index != 0 { operation += " index \(index)" }
         if let target { operation += " netns \(target.name)" }
         operation += " type veth peer name \(peerName)"
+        if peerIndex != 0 { operation += " index \(peerIndex)" }
         if let peerTarget { operation += " netns \(peerTarget.name)" }
         let message = LinkRequest.createVeth(
-            name: name, namespaceFD: target?.fileDescriptor, peerName: peerName,
+            name: name, index: index, namespaceFD: target?.fileDescriptor, peerName: peerName, peerIndex: peerIndex,
             peerNamespaceFD: peerTarget?.fileDescriptor)
         try send(message, operation)
     }

@@ -1,0 +1,65 @@
+import Conditioning
+import Dispatch
+import Foundation
+import Glibc
+import NetNamespace
+import PathMonitor
+
+/// `linkcond monitor`: streams path updates (and probe results with `--probe`) as they happen.
+enum MonitorCommand {
+    static func run(_ parsed: ParsedCommand) throws -> Int32 {
+        let namespace: NamedNamespace?
+        if parsed.flag("host") {
+            namespace = nil
+        } else {
+            let topology = try SandboxCommands.topology(parsed)
+            namespace = try Sandbox(topology: topology).clientNamespace()
+        }
+        let json = parsed.flag("json")
+        let origin = Self.monotonicNanoseconds()
+        let output = DispatchQueue(label: "linkcond.monitor.output")
+        let monitor = PathMonitor(namespace: namespace)
+        try monitor.start(queue: output) { update in
+            emit(lane: "path", json: json, origin: origin, time: update.time, line: (update.isBaseline ? "baseline " : "") + update.path.summary, object: update)
+        }
+        try MonitorProbing.startIfRequested(parsed, namespace: namespace, queue: output, json: json, origin: origin)
+        // Runs until Ctrl-C / SIGTERM.
+        Interrupts.install()
+        while !Interrupts.received { usleep(50_000) }
+        monitor.cancel()
+        return 0
+    }
+
+    struct Line<T: Encodable>: Encodable {
+        let t: Double
+        let lane: String
+        let event: T
+    }
+
+    static func emit<T: Encodable>(lane: String, json: Bool, origin: UInt64, time: UInt64, line: String, object: T) {
+        let seconds = Double(Int64(bitPattern: time &- origin)) / 1e9
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            if let data = try? encoder.encode(Line(t: seconds, lane: lane, event: object)) {
+                Output.print(String(decoding: data, as: UTF8.self))
+            }
+        } else {
+            Output.print(String(format: "%9.3fs  %-12@ %@", seconds, lane as NSString, line as NSString))
+        }
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// `--probe`: the reachability prober next to the path monitor.
+enum MonitorProbing {
+    static func startIfRequested(_ parsed: ParsedCommand, namespace: NamedNamespace?, queue: DispatchQueue, json: Bool, origin: UInt64) throws {
+        guard parsed.flag("probe") else { return }
+        throw CommandFailure("--probe is not available in this build")
+    }
+}

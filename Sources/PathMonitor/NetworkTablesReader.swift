@@ -1,0 +1,107 @@
+import CMnl
+import Glibc
+import NetNamespace
+import Netlink
+import RouteNetlink
+
+/// Reads one namespace's tables in full: `ip link`, `ip addr`, `ip route show table all`, and the
+/// nameservers of its resolv.conf (`/etc/netns/NAME/resolv.conf` for a named namespace, `/etc/resolv.conf`
+/// for the host). Read-only: it never changes anything.
+struct NetworkTablesReader: Sendable {
+    let client: RouteNetlinkClient
+    let resolvConfPath: String
+
+    init(client: RouteNetlinkClient, namespace: NamedNamespace?) {
+        self.client = client
+        if let namespace, access("\(namespace.etcPath)/resolv.conf", R_OK) == 0 {
+            resolvConfPath = "\(namespace.etcPath)/resolv.conf"
+        } else {
+            resolvConfPath = "/etc/resolv.conf"
+        }
+    }
+
+    func read() throws(RouteNetlinkError) -> NetworkTables {
+        NetworkTables(links: try client.links(), addresses: try client.addresses(), routes: try client.routes(), dnsServers: nameservers())
+    }
+
+    func routes() throws(RouteNetlinkError) -> [Route] {
+        try client.routes()
+    }
+
+    /// The `nameserver` lines of the resolv.conf.
+    func nameservers() -> [IPAddress] {
+        guard let file = fopen(resolvConfPath, "r") else { return [] }
+        defer { fclose(file) }
+        var servers: [IPAddress] = []
+        var line = [CChar](repeating: 0, count: 512)
+        while fgets(&line, 512, file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
+            if words.count >= 2, words[0] == "nameserver", let address = IPAddress(String(words[1].split(separator: "%")[0])) {
+                servers.append(address)
+            }
+        }
+        return servers
+    }
+}
+
+/// Applies rtnetlink notifications to tables, keyed so they never grow with repeated events.
+extension NetworkTables {
+    /// What a notification changed, for deciding whether routes must be read again.
+    enum Change {
+        case none
+        case link(interfaceStateChanged: Bool)
+        case address
+        case route
+    }
+
+    mutating func apply(_ message: NetlinkMessage) -> Change {
+        switch Int(message.type) {
+        case Int(RTM_NEWLINK):
+            guard let link = try? Link.decode(message) else { return .none }
+            let old = links[link.index]
+            links[link.index] = link
+            let changed = old == nil || old?.flags != link.flags || old?.carrier != link.carrier
+            return .link(interfaceStateChanged: changed)
+        case Int(RTM_DELLINK):
+            guard let link = try? Link.decode(message) else { return .none }
+            links[link.index] = nil
+            addresses.removeAll { $0.interfaceIndex == link.index }
+            routes.removeAll { $0.outputInterface == link.index }
+            return .link(interfaceStateChanged: true)
+        case Int(RTM_NEWADDR):
+            guard let address = try? InterfaceAddress.decode(message) else { return .none }
+            if let position = addresses.firstIndex(where: { $0.interfaceIndex == address.interfaceIndex && $0.prefix == address.prefix }) {
+                addresses[position] = address
+            } else {
+                addresses.append(address)
+            }
+            return .address
+        case Int(RTM_DELADDR):
+            guard let address = try? InterfaceAddress.decode(message) else { return .none }
+            addresses.removeAll { $0.interfaceIndex == address.interfaceIndex && $0.prefix == address.prefix }
+            return .address
+        case Int(RTM_NEWROUTE):
+            guard let route = try? Route.decode(message) else { return .none }
+            if let position = routes.firstIndex(where: { Self.sameRoute($0, route) }) {
+                routes[position] = route
+            } else {
+                routes.append(route)
+            }
+            return .route
+        case Int(RTM_DELROUTE):
+            guard let route = try? Route.decode(message) else { return .none }
+            routes.removeAll { Self.sameRoute($0, route) }
+            return .route
+        default:
+            return .none
+        }
+    }
+
+    /// The kernel's identity of a route: family, table, destination, metric, and (for IPv6, where routes
+    /// through several next hops coexist) the output interface and gateway.
+    static func sameRoute(_ a: Route, _ b: Route) -> Bool {
+        a.family == b.family && a.table == b.table && a.destination == b.destination && (a.metric ?? 0) == (b.metric ?? 0)
+            && a.type == b.type && a.outputInterface == b.outputInterface && a.gateway == b.gateway
+    }
+}

@@ -1,0 +1,274 @@
+import CMnl
+import Dispatch
+import Foundation
+import Glibc
+import NetNamespace
+import Netlink
+import RouteNetlink
+import Synchronization
+
+/// Follows one namespace's network path: the Linux counterpart of Apple's `NWPathMonitor`.
+///
+/// `start` subscribes to rtnetlink notifications (`RTNLGRP_LINK`, IPv4/IPv6 `IFADDR` and `ROUTE`;
+/// `ip monitor link address route`), then reads the tables in full, so no change can fall between the
+/// read and the subscription. When it returns, ``currentPath`` is valid, and the first path is delivered,
+/// marked as the baseline. From then on a thread of the monitor's own applies each notification to its
+/// tables and re-evaluates the path:
+/// - every change of status is delivered, even when it is undone within the same burst of events
+///   (satisfied → unsatisfied → satisfied gives three updates);
+/// - other changes within a burst are coalesced into one update at the end of the burst;
+/// - when the kernel drops notifications (`ENOBUFS`: more events than the socket buffer holds) the tables
+///   are read again in full (a *resync*), never left stale;
+/// - every `start` bumps the ``generation``; an update of an earlier generation, or one that arrives after
+///   `cancel`, is never delivered.
+///
+/// The monitor only reads: it never changes anything in the namespace. It can watch a sandbox's client
+/// namespace or the host's own (`namespace: nil`).
+public final class PathMonitor: Sendable {
+    /// Counters for tests and diagnostics.
+    public struct Statistics: Sendable, Equatable {
+        /// Notifications applied.
+        public var events: UInt64 = 0
+        /// Updates delivered.
+        public var updates: UInt64 = 0
+        /// Full re-reads after lost notifications.
+        public var resyncs: UInt64 = 0
+    }
+
+    private struct Subscriber {
+        let id: UInt64
+        let continuation: AsyncStream<PathUpdate>.Continuation
+    }
+
+    private struct State: ~Copyable {
+        var generation: UInt64 = 0
+        var running = false
+        var handler: (@Sendable (PathUpdate) -> Void)?
+        var queue: DispatchQueue?
+        var last: PathUpdate?
+        var subscribers: [Subscriber] = []
+        var nextSubscriber: UInt64 = 0
+        var statistics = Statistics()
+    }
+
+    public let namespace: NamedNamespace?
+    public let options: PathEvaluationOptions
+    private let state = Mutex(State())
+
+    /// A monitor of `namespace` (nil: the host's own) with interface filters and cost overrides.
+    /// Classification uses sysfs only for the host's namespace (sysfs shows the process's own namespace).
+    public init(namespace: NamedNamespace? = nil, options: PathEvaluationOptions = PathEvaluationOptions()) {
+        self.namespace = namespace
+        var options = options
+        if namespace == nil && options.classifier.sysfsRoot == nil { options.classifier.sysfsRoot = "/sys" }
+        self.options = options
+    }
+
+    /// The latest path; nil before the first `start`.
+    public var currentPath: NetworkPath? { state.withLock { $0.last?.path } }
+    /// The latest delivered update.
+    public var currentUpdate: PathUpdate? { state.withLock { $0.last } }
+    /// Bumped by every `start`.
+    public var generation: UInt64 { state.withLock { $0.generation } }
+    public var statistics: Statistics { state.withLock { $0.statistics } }
+    public var isRunning: Bool { state.withLock { $0.running } }
+
+    /// Starts following the namespace. `handler`, if given, is called on `queue` with every update,
+    /// the baseline first. Throws when the namespace cannot be entered or read; then nothing runs.
+    public func start(queue: DispatchQueue = DispatchQueue(label: "linkcond.path-monitor"), handler: (@Sendable (PathUpdate) -> Void)? = nil) throws(PathMonitorError) {
+        let (listener, reader) = try openSockets()
+        let tables: NetworkTables
+        do {
+            tables = try reader.read()
+        } catch {
+            throw .netlink(error)
+        }
+        let generation: UInt64 = try state.withLock { (state: inout State) throws(PathMonitorError) -> UInt64 in
+            guard !state.running else { throw .alreadyRunning }
+            state.generation += 1
+            state.running = true
+            state.handler = handler
+            state.queue = queue
+            return state.generation
+        }
+        let now = Self.monotonicNanoseconds()
+        let baseline = PathUpdate(
+            path: PathEvaluator.evaluate(tables, options: options), isBaseline: true, generation: generation, sequence: 0,
+            eventTime: now, time: now)
+        deliver(baseline)
+        let loop = MonitorLoop(monitor: self, listener: listener, reader: reader, tables: tables, generation: generation)
+        let thread = Thread { loop.run() }
+        thread.name = "linkcond.path-monitor"
+        thread.start()
+    }
+
+    private func openSockets() throws(PathMonitorError) -> (NetlinkListener, NetworkTablesReader) {
+        let groups = [RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE].map { UInt32($0.rawValue) }
+        let namespace = self.namespace
+        do {
+            let open = { () throws -> (NetlinkListener, NetlinkConnection) in
+                (try NetlinkListener(groups: groups), try NetlinkConnection())
+            }
+            let (listener, connection) = try namespace.map { try $0.run(open) } ?? open()
+            let flags = fcntl(listener.socket.fileDescriptor, F_GETFL)
+            _ = fcntl(listener.socket.fileDescriptor, F_SETFL, flags | O_NONBLOCK)
+            let client = RouteNetlinkClient(connection: connection, namespace: namespace?.name)
+            return (listener, NetworkTablesReader(client: client, namespace: namespace))
+        } catch let error as NamespaceError {
+            throw .namespace(error)
+        } catch let error as NetlinkError {
+            throw .netlink(.netlink(error))
+        } catch {
+            throw .namespace(.system(operation: "open the monitor's sockets", errno: EIO))
+        }
+    }
+
+    /// Stops the monitor. No update is delivered after `cancel` returns (updates already queued are
+    /// dropped when they come up). The monitor can be started again.
+    public func cancel() {
+        let subscribers = state.withLock { (state: inout State) -> [Subscriber] in
+            state.running = false
+            state.handler = nil
+            let subscribers = state.subscribers
+            state.subscribers = []
+            return subscribers
+        }
+        for subscriber in subscribers { subscriber.continuation.finish() }
+    }
+
+    /// An `AsyncSequence` of updates. It starts with the latest update (so a late subscriber learns the
+    /// current path at once), keeps the newest 64 when the consumer falls behind, and ends on `cancel`.
+    public func updates() -> AsyncStream<PathUpdate> {
+        let (stream, continuation) = AsyncStream<PathUpdate>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let id = state.withLock { (state: inout State) -> UInt64 in
+            state.nextSubscriber += 1
+            state.subscribers.append(Subscriber(id: state.nextSubscriber, continuation: continuation))
+            if let last = state.last { continuation.yield(last) }
+            return state.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { $0.subscribers.removeAll { $0.id == id } }
+        }
+        return stream
+    }
+
+    /// True while `generation` is the running one.
+    func isCurrent(_ generation: UInt64) -> Bool {
+        state.withLock { $0.running && $0.generation == generation }
+    }
+
+    func count(events: UInt64 = 0, resyncs: UInt64 = 0) {
+        state.withLock {
+            $0.statistics.events += events
+            $0.statistics.resyncs += resyncs
+        }
+    }
+
+    func deliver(_ update: PathUpdate) {
+        let target = state.withLock { (state: inout State) -> (DispatchQueue?, (@Sendable (PathUpdate) -> Void)?, [Subscriber])? in
+            guard state.running, state.generation == update.generation else { return nil }
+            state.last = update
+            state.statistics.updates += 1
+            return (state.queue, state.handler, state.subscribers)
+        }
+        guard let (queue, handler, subscribers) = target else { return }
+        for subscriber in subscribers { subscriber.continuation.yield(update) }
+        if let queue, let handler {
+            queue.async { [self] in
+                // Checked again on the queue: a cancel or restart in between drops the update.
+                if isCurrent(update.generation) { handler(update) }
+            }
+        }
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// The monitor's event loop, on a thread of its own: read notifications, apply, evaluate, deliver.
+private final class MonitorLoop: @unchecked Sendable {
+    let monitor: PathMonitor
+    let listener: NetlinkListener
+    let reader: NetworkTablesReader
+    var tables: NetworkTables
+    let generation: UInt64
+    var lastDelivered: NetworkPath
+    var sequence: UInt64 = 1
+
+    init(monitor: PathMonitor, listener: NetlinkListener, reader: NetworkTablesReader, tables: NetworkTables, generation: UInt64) {
+        self.monitor = monitor
+        self.listener = listener
+        self.reader = reader
+        self.tables = tables
+        self.generation = generation
+        lastDelivered = PathEvaluator.evaluate(tables, options: monitor.options)
+    }
+
+    func run() {
+        var poller = pollfd(fd: listener.socket.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while monitor.isCurrent(generation) {
+            poller.revents = 0
+            let ready = poll(&poller, 1, 100)
+            guard ready > 0 else { continue }
+            let eventTime = PathMonitor.monotonicNanoseconds()
+            drain(eventTime: eventTime)
+        }
+    }
+
+    /// Reads everything queued on the socket, applying and evaluating as it goes.
+    private func drain(eventTime: UInt64) {
+        var applied: UInt64 = 0
+        while true {
+            let messages: [NetlinkMessage]
+            do {
+                messages = try listener.receive()
+            } catch where error.kind == .overrun {
+                resync(eventTime: eventTime)
+                return
+            } catch {
+                break  // EAGAIN: the burst is over
+            }
+            for message in messages {
+                applied += 1
+                switch tables.apply(message) {
+                case let .link(interfaceStateChanged) where interfaceStateChanged:
+                    // The kernel flushes IPv4 routes of a link that goes down without notifying: read them.
+                    refreshRoutes()
+                default: break
+                }
+                let path = PathEvaluator.evaluate(tables, options: monitor.options)
+                if path.status != lastDelivered.status {
+                    publish(path, eventTime: eventTime)
+                }
+            }
+        }
+        monitor.count(events: applied)
+        let path = PathEvaluator.evaluate(tables, options: monitor.options)
+        if path != lastDelivered { publish(path, eventTime: eventTime) }
+    }
+
+    private func refreshRoutes() {
+        if let routes = try? reader.routes() { tables.routes = routes }
+    }
+
+    private func resync(eventTime: UInt64) {
+        // Drop whatever is left in the socket, then read the truth in full.
+        while (try? listener.receive()) != nil {}
+        if let fresh = try? reader.read() { tables = fresh }
+        monitor.count(resyncs: 1)
+        let path = PathEvaluator.evaluate(tables, options: monitor.options)
+        if path != lastDelivered { publish(path, eventTime: eventTime) }
+    }
+
+    private func publish(_ path: NetworkPath, eventTime: UInt64) {
+        lastDelivered = path
+        let update = PathUpdate(
+            path: path, isBaseline: false, generation: generation, sequence: sequence, eventTime: eventTime,
+            time: PathMonitor.monotonicNanoseconds())
+        sequence += 1
+        monitor.deliver(update)
+    }
+}
