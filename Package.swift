@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "NetNamespace", targets: ["NetNamespace"]),
         .library(name: "Conditioning", targets: ["Conditioning"]),
         .library(name: "PathMonitor", targets: ["PathMonitor"]),
+        .library(name: "Timeline", targets: ["Timeline"]),
+        .library(name: "Scenarios", targets: ["Scenarios"]),
         .executable(name: "linkcond", targets: ["linkcond"]),
     ],
     targets: [
@@ -27,9 +29,15 @@ let package = Package(
         .target(name: "JSONDocument"),
         .target(name: "Conditioning", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Responders", "CMnl"]),
+        .target(name: "Timeline"),
+        .target(
+            name: "Scenarios",
+            dependencies: ["Timeline", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders"]),
         .target(
             name: "LinkcondCLI",
-            dependencies: ["Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "Netlink"]),
+            dependencies: [
+                "Scenarios", "Timeline", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "Netlink",
+            ]),
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "CMnl"]),
@@ -43,9 +51,11 @@ let package = Package(
         .testTarget(name: "ConditioningTests", dependencies: ["Conditioning", "RouteNetlink", "JSONDocument"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI"]),
         .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "Netlink"]),
+        .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
+        .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Conditioning"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Conditioning", "Responders", "PathMonitor"]
+            dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
         ),
     ],
     swiftLanguageModes: [.v6]

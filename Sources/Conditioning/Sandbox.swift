@@ -198,15 +198,26 @@ public struct Sandbox: Sendable {
     }
 
     private func waitForServer(client: NamedNamespace, process: SandboxState.RecordedProcess, isCancelled: () -> Bool) throws(SandboxError) {
-        let deadline = Date().addingTimeInterval(10)
-        var lastError: Int32 = 0
-        while Date() < deadline {
-            try check(isCancelled)
+        try waitForServer(timeout: 10, isCancelled: isCancelled) { () throws(SandboxError) in
             guard process.isRunning else {
                 let log = (try? String(contentsOfFile: process.logPath, encoding: .utf8)) ?? ""
                 throw .serverNotReady(detail: "it exited: \(log.trimmingCharacters(in: .whitespacesAndNewlines))")
             }
-            // Both families must answer: IPv6 neighbour discovery can lag behind IPv4 ARP.
+        }
+    }
+
+    /// Waits until the server answers TCP on port 80 from the client namespace, over IPv4 and IPv6 (IPv6
+    /// neighbour discovery can lag behind IPv4 ARP). `check` runs before every attempt and may throw to
+    /// give up early (e.g. when the server process died).
+    public func waitForServer(
+        timeout: Double, isCancelled: () -> Bool = { false }, check: () throws(SandboxError) -> Void = {}
+    ) throws(SandboxError) {
+        let client = try clientNamespace()
+        let deadline = Date().addingTimeInterval(timeout)
+        var lastError: Int32 = 0
+        while Date() < deadline {
+            try self.check(isCancelled)
+            try check()
             let result = try fail {
                 try client.run { () -> Int32? in
                     for address in [SandboxTopology.serverIPv4, SandboxTopology.serverIPv6] {
@@ -219,7 +230,7 @@ public struct Sandbox: Sendable {
             lastError = code
             usleep(50_000)
         }
-        throw .serverNotReady(detail: "no answer on \(SandboxTopology.serverIPv4) and [\(SandboxTopology.serverIPv6)] port \(SandboxTopology.httpPort) within 10 s (\(String(cString: strerror(lastError))))")
+        throw .serverNotReady(detail: "no answer on \(SandboxTopology.serverIPv4) and [\(SandboxTopology.serverIPv6)] port \(SandboxTopology.httpPort) within \(Int(timeout)) s (\(String(cString: strerror(lastError))))")
     }
 
     private func withDescriptors<R>(_ namespaces: [NamedNamespace], _ body: ([NamespaceDescriptor]) throws(SandboxError) -> R) throws(SandboxError) -> R {
@@ -282,6 +293,7 @@ public struct Sandbox: Sendable {
             }
         }
         store.remove(state.name)
+        unlink(portalFlagPath)
     }
 
     /// Runs a program as the emulated device: in the client namespace, with the sandbox's resolver.

@@ -12,7 +12,7 @@ public enum CommandTree {
             pairs, and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
-        subcommands: [up, down, status, exec, apply, clear, show, profiles, monitor, doctor, serve],
+        subcommands: [up, down, status, exec, apply, clear, show, profiles, monitor, run, doctor, serve],
         examples: [
             "sudo linkcond up",
             "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
@@ -119,6 +119,29 @@ public enum CommandTree {
         ],
         mutuallyExclusive: [["name", "host"]],
         examples: ["sudo linkcond monitor", "sudo linkcond monitor --json --probe", "linkcond monitor --host"])
+
+    static let run = CommandSpec(
+        "run",
+        abstract: "Run a scenario: change conditions over time, record everything, judge the expectations.",
+        discussion: """
+            SCENARIO is a path or a name from the scenarios/ folder (tunnel, flaky-wifi, captive-portal,
+            handover, slow-dns). The run uses a sandbox of its own, removed afterwards, unless --name names
+            an existing one. The path monitor, the reachability prober and, with --observe, your own
+            command (run in the client namespace; each JSON line it prints becomes an event on the "app"
+            lane, its "state" field the lane's state) are recorded to events.jsonl as things happen; then
+            timeline.json, junit.xml, timeline.html and summary.md are written to the report directory.
+            Exit code 1 when an expectation fails, 130 when interrupted.
+            """,
+        options: [
+            OptionSpec.value("name", short: "n", help: "run in this existing sandbox instead of a fresh one"),
+            .value("report", valueName: "dir", help: "where to write events.jsonl and the reports", defaultDescription: "linkcond-reports/SCENARIO"),
+            .value("observe", valueName: "command", help: "a command to run as the device; its JSON lines become the app lane"),
+        ],
+        positionals: [PositionalSpec("scenario", help: "a scenario file, or a name from scenarios/")],
+        examples: [
+            "sudo linkcond run scenarios/tunnel.json --report out/",
+            "sudo linkcond run captive-portal --observe 'python3 myapp_monitor.py'",
+        ])
 
     static let doctor = CommandSpec(
         "doctor",

@@ -1,5 +1,7 @@
 import Conditioning
 import PathMonitor
+import Scenarios
+import Timeline
 import Glibc
 import NetNamespace
 import Responders
@@ -39,6 +41,7 @@ public enum LinkcondCLI {
             case "clear": return try ConditionCommands.clear(parsed)
             case "show": return try ConditionCommands.show(parsed)
             case "monitor": return try MonitorCommand.run(parsed)
+            case "run": return try RunCommand.run(parsed)
             case "doctor": return try DoctorCommand.run(parsed)
             case "serve": return try ServeCommand.run(parsed)
             default:
@@ -53,6 +56,15 @@ public enum LinkcondCLI {
             Output.error(error.description)
             return error.isInterrupted ? 130 : 1
         } catch let error as PathMonitorError {
+            Output.error(error.description)
+            return 1
+        } catch let error as ScenarioError {
+            Output.error(error.description)
+            return 1
+        } catch let error as LabError {
+            Output.error(error.description)
+            return 1
+        } catch let error as TimelineError {
             Output.error(error.description)
             return 1
         } catch let error as ProfileError {

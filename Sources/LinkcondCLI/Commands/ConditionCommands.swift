@@ -19,7 +19,7 @@ enum ConditionCommands {
             Output.progress("sandbox '\(topology.name)' is not up; creating it")
             Interrupts.install()
             try sandbox.up(
-                server: .process(executable: try SandboxCommands.ownExecutable(), arguments: ["serve", "--name", topology.name]),
+                server: SandboxCommands.serveLaunch(sandbox, executable: try SandboxCommands.ownExecutable()),
                 isCancelled: { Interrupts.received }, progress: Output.progress)
             if !parsed.flag("json") { Output.print("sandbox '\(topology.name)' was not up: created it") }
         }

@@ -24,6 +24,11 @@ enum SandboxCommands {
         return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// `linkcond serve` for a sandbox, with its captive-portal switch.
+    static func serveLaunch(_ sandbox: Sandbox, executable: String) -> Sandbox.ServerLaunch {
+        .process(executable: executable, arguments: ["serve", "--name", sandbox.topology.name, "--portal-flag", sandbox.portalFlagPath])
+    }
+
     static func up(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try topology(parsed)
         let sandbox = Sandbox(topology: topology)
@@ -31,7 +36,7 @@ enum SandboxCommands {
         let executable = try ownExecutable()
         let outcome = try sandbox.up(
             cellular: parsed.flag("cellular"),
-            server: .process(executable: executable, arguments: ["serve", "--name", topology.name]),
+            server: serveLaunch(sandbox, executable: executable),
             isCancelled: { Interrupts.received },
             progress: Output.progress)
         if parsed.flag("json") {

@@ -1,0 +1,155 @@
+import Foundation
+import Glibc
+import NetNamespace
+import RouteNetlink
+
+/// Changes a scenario makes to a running sandbox besides profiles: links, addresses, default routes,
+/// the captive portal. Each is one or a few netlink requests inside the sandbox's namespaces.
+extension Sandbox {
+    /// Which end of a client link.
+    public enum LinkSide: String, Sendable, Codable {
+        /// The device's own interface (`wl0`/`ww0`): like switching the radio off.
+        case client
+        /// The router's end (`c-wl0`/`c-ww0`): the device keeps its interface up but loses carrier, like
+        /// walking out of range.
+        case router
+    }
+
+    /// One of the client's links.
+    public enum ClientLink: String, Sendable, Codable {
+        case wifi
+        case cellular
+
+        var clientInterface: String { self == .wifi ? SandboxTopology.wifiInterface : SandboxTopology.cellularInterface }
+        var routerInterface: String { self == .wifi ? SandboxTopology.routerWifiInterface : SandboxTopology.routerCellularInterface }
+        var subnet: SandboxTopology.Subnet { self == .wifi ? SandboxTopology.wifiSubnet : SandboxTopology.cellularSubnet }
+        var metric: UInt32 { self == .wifi ? SandboxTopology.wifiMetric : SandboxTopology.cellularMetric }
+    }
+
+    private func namespace(_ name: String) throws(SandboxError) -> NamedNamespace {
+        do {
+            return try NamedNamespace(existing: name)
+        } catch {
+            throw .notUp(name: topology.name)
+        }
+    }
+
+    private func wrap(_ body: () throws(RouteNetlinkError) -> Void) throws(SandboxError) {
+        do {
+            try body()
+        } catch {
+            throw .netlink(error)
+        }
+    }
+
+    /// Takes a client link down or up. Equivalent to `ip -n lc-client link set dev wl0 down|up` (client
+    /// side) or `ip -n lc-router link set dev c-wl0 down|up` (router side).
+    ///
+    /// The kernel flushes an interface's IPv4 routes and IPv6 addresses when the interface itself goes
+    /// down; bringing the client side up again therefore restores its addresses and default routes, as a
+    /// network manager would.
+    public func setLink(_ link: ClientLink, side: LinkSide, up: Bool) throws(SandboxError) {
+        switch side {
+        case .router:
+            let router = try netlink(try namespace(topology.routerNamespace))
+            try wrap { () throws(RouteNetlinkError) in try router.setLink(link.routerInterface, up: up) }
+        case .client:
+            let client = try netlink(try namespace(topology.clientNamespace))
+            try wrap { () throws(RouteNetlinkError) in try client.setLink(link.clientInterface, up: up) }
+            if up { try restoreAddresses(link) }
+        }
+    }
+
+    /// Removes the client link's addresses (IPv4 and IPv6). Equivalent to `ip -n lc-client addr del ...`.
+    /// The kernel removes routes that depend on them.
+    public func removeAddresses(_ link: ClientLink) throws(SandboxError) {
+        let client = try netlink(try namespace(topology.clientNamespace))
+        let existing = try addresses(of: link, client)
+        for prefix in [link.subnet.peerIPv4, link.subnet.peerIPv6] where existing.contains(prefix) {
+            try wrap { () throws(RouteNetlinkError) in try client.deleteAddress(prefix, from: link.clientInterface) }
+        }
+    }
+
+    /// Puts the client link's addresses and default routes back (whatever is missing).
+    public func restoreAddresses(_ link: ClientLink) throws(SandboxError) {
+        let client = try netlink(try namespace(topology.clientNamespace))
+        let existing = try addresses(of: link, client)
+        for prefix in [link.subnet.peerIPv4, link.subnet.peerIPv6] where !existing.contains(prefix) {
+            try wrap { () throws(RouteNetlinkError) in try client.addAddress(prefix, to: link.clientInterface, noDAD: !prefix.address.isIPv4) }
+        }
+        try restoreDefaultRoutes(link)
+    }
+
+    /// Removes the client link's default routes (IPv4 and IPv6). Equivalent to
+    /// `ip -n lc-client route del default via GW dev wl0 metric M` for each family.
+    public func removeDefaultRoutes(_ link: ClientLink) throws(SandboxError) {
+        let client = try netlink(try namespace(topology.clientNamespace))
+        let present = try defaultRoutes(of: link, client)
+        for gateway in [link.subnet.routerIPv4.address, link.subnet.routerIPv6.address] where present.contains(gateway.family) {
+            try wrap { () throws(RouteNetlinkError) in
+                try client.deleteRoute(destination: nil, gateway: gateway, interface: link.clientInterface, metric: link.metric)
+            }
+        }
+    }
+
+    /// Puts the client link's default routes back (whichever family is missing).
+    public func restoreDefaultRoutes(_ link: ClientLink) throws(SandboxError) {
+        let client = try netlink(try namespace(topology.clientNamespace))
+        let present = try defaultRoutes(of: link, client)
+        for gateway in [link.subnet.routerIPv4.address, link.subnet.routerIPv6.address] where !present.contains(gateway.family) {
+            try wrap { () throws(RouteNetlinkError) in
+                try client.addRoute(destination: nil, gateway: gateway, interface: link.clientInterface, metric: link.metric)
+            }
+        }
+    }
+
+    /// Hands the device over to `link`: to cellular, wifi loses carrier (router side down) while cellular
+    /// is up; to wifi, wifi comes back (cellular stays, behind wifi's lower metric).
+    public func handOver(to link: ClientLink) throws(SandboxError) {
+        switch link {
+        case .cellular:
+            try setLink(.cellular, side: .router, up: true)
+            try setLink(.wifi, side: .router, up: false)
+        case .wifi:
+            try setLink(.wifi, side: .router, up: true)
+        }
+    }
+
+    /// The file whose presence makes the sandbox's server answer as a captive portal
+    /// (`linkcond serve --portal-flag PATH`).
+    public var portalFlagPath: String { "\(store.directory)/\(topology.name).portal" }
+
+    /// Switches the captive portal on or off: while on, `/generate_204` answers 200 with a login page.
+    public func setPortal(on: Bool) throws(SandboxError) {
+        if on {
+            do {
+                try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
+            } catch {
+                throw .state(path: portalFlagPath, detail: "cannot create \(store.directory)")
+            }
+            let fd = open(portalFlagPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw .state(path: portalFlagPath, detail: String(cString: strerror(errno))) }
+            close(fd)
+        } else if unlink(portalFlagPath) != 0 && errno != ENOENT {
+            throw .state(path: portalFlagPath, detail: String(cString: strerror(errno)))
+        }
+    }
+
+    private func addresses(of link: ClientLink, _ client: RouteNetlinkClient) throws(SandboxError) -> [IPPrefix] {
+        do {
+            let index = try client.index(of: link.clientInterface)
+            return try client.addresses().filter { $0.interfaceIndex == index }.map(\.prefix)
+        } catch {
+            throw .netlink(error)
+        }
+    }
+
+    private func defaultRoutes(of link: ClientLink, _ client: RouteNetlinkClient) throws(SandboxError) -> Set<UInt8> {
+        do {
+            let index = try client.index(of: link.clientInterface)
+            return Set(try client.routes().filter { $0.isDefault && $0.outputInterface == index && $0.table == 254 }.map(\.family))
+        } catch {
+            throw .netlink(error)
+        }
+    }
+}

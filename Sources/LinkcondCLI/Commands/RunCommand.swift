@@ -1,0 +1,65 @@
+import Conditioning
+import Foundation
+import Glibc
+import Scenarios
+import Timeline
+
+/// `linkcond run SCENARIO`: runs a scenario, shows progress, writes the reports, exits 1 on a failed
+/// expectation.
+enum RunCommand {
+    static func run(_ parsed: ParsedCommand) throws -> Int32 {
+        let reference = parsed.positional("scenario")!
+        let catalog = try ProfileCatalog.locate()
+        let path = try locate(reference, catalog: catalog)
+        let scenario = try ScenarioParser.load(path: path, catalog: catalog)
+        if let name = parsed.value("name"), !SandboxTopology.isValidName(name) {
+            throw UsageError("'\(name)' is not a usable sandbox name", hint: "use 1 to 20 lowercase letters, digits and '-'", commandPath: parsed.commandPath)
+        }
+        let directory = parsed.value("report") ?? "linkcond-reports/\(scenario.name)"
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CommandFailure("cannot create the report directory \(directory): \(error.localizedDescription)")
+        }
+        Interrupts.install()
+        let terminal = isatty(STDERR_FILENO) == 1
+        let seconds = String(format: "%.0f", Double(scenario.duration) / 1e9)
+        let place = parsed.value("name").map { "in sandbox '\($0)'" } ?? "in a sandbox of its own"
+        Output.errorRaw("linkcond: running '\(scenario.name)' (\(scenario.steps.count) steps, about \(seconds) s) \(place)")
+        var progress: (@Sendable (ScenarioProgress) -> Void)?
+        if terminal {
+            progress = { (progress: ScenarioProgress) in
+                let line = String(
+                    format: "\r\u{1b}[K[%d/%d %@] %6.1fs (%.0fs left)  path: %@  reachability: %@", progress.stepIndex + 1,
+                    progress.stepCount, progress.stepName as NSString, progress.elapsed, progress.remainingInStep,
+                    progress.path as NSString, progress.reachability as NSString)
+                FileHandle.standardError.write(Data(line.utf8))
+            }
+        }
+        let options = ScenarioRunOptions(
+            sandboxName: parsed.value("name"), reportDirectory: directory, observeCommand: parsed.value("observe"),
+            catalogDirectory: catalog.directory, progress: progress, isCancelled: { Interrupts.received })
+        let outcome = try ScenarioRunner.run(scenario, options: options)
+        if terminal { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+        let results = outcome.report.expectations
+        let passed = results.filter { (result: ExpectationResult) in result.passed }.count
+        Output.print("scenario '\(scenario.name)': \(passed)/\(results.count) expectations passed\(outcome.interrupted ? " (interrupted)" : "")")
+        for result in results {
+            Output.print("  \(result.passed ? "PASS" : "FAIL")  \(result.name): \(result.evidence)")
+        }
+        Output.print("reports: " + outcome.files.map { ($0 as NSString).lastPathComponent }.joined(separator: ", ") + " in \(directory)")
+        if outcome.interrupted { return 130 }
+        return outcome.passed ? 0 : 1
+    }
+
+    /// A path, or a name from the `scenarios/` folder next to the profile catalog.
+    static func locate(_ reference: String, catalog: ProfileCatalog) throws -> String {
+        if FileManager.default.fileExists(atPath: reference) { return reference }
+        if !reference.contains("/") {
+            let candidate = ((catalog.directory as NSString).deletingLastPathComponent as NSString)
+                .appendingPathComponent("scenarios/\(reference.hasSuffix(".json") ? reference : reference + ".json")")
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        throw CommandFailure("no scenario file '\(reference)' (give a path, or a name from the scenarios/ folder)")
+    }
+}

@@ -1,0 +1,158 @@
+import Glibc
+import NetNamespace
+import RouteNetlink
+
+/// A non-blocking, close-on-exec socket owned by one probe; closed when the value goes away.
+///
+/// Sockets are created inside the prober's namespace (``open(_:in:)`` runs only `socket(2)` there, on
+/// `NamedNamespace.run`'s thread) and used afterwards from the prober's own thread: a socket stays in the
+/// namespace it was created in.
+final class ProbeSocket {
+    let fd: Int32
+
+    private init(fd: Int32) {
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// What to open: `(address family, SOCK_STREAM or SOCK_DGRAM)`.
+    struct Kind {
+        var family: Int32
+        var type: Int32
+
+        static func tcp(_ address: IPAddress) -> Kind {
+            Kind(family: address.isIPv4 ? AF_INET : AF_INET6, type: Int32(SOCK_STREAM.rawValue))
+        }
+
+        static func udp(_ address: IPAddress) -> Kind {
+            Kind(family: address.isIPv4 ? AF_INET : AF_INET6, type: Int32(SOCK_DGRAM.rawValue))
+        }
+    }
+
+    /// Opens one socket per kind inside `namespace` (nil: the calling thread's own), all or nothing.
+    static func open(_ kinds: [Kind], in namespace: NamedNamespace?) -> Result<[ProbeSocket], ProbeFailure> {
+        let create = { () -> Result<[Int32], ProbeFailure> in
+            var fds: [Int32] = []
+            for kind in kinds {
+                let fd = socket(kind.family, kind.type | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                guard fd >= 0 else {
+                    let failure = ProbeFailure.system("socket", errno)
+                    fds.forEach { close($0) }
+                    return .failure(failure)
+                }
+                fds.append(fd)
+            }
+            return .success(fds)
+        }
+        let created: Result<[Int32], ProbeFailure>
+        if let namespace {
+            do {
+                created = try namespace.run(create)
+            } catch {
+                created = .failure(ProbeFailure(text: "enter namespace \(namespace.name): \(error)"))
+            }
+        } else {
+            created = create()
+        }
+        return created.map { $0.map(ProbeSocket.init(fd:)) }
+    }
+
+    /// Starts a connect (TCP) or sets the peer (UDP). Nil when it completed or is in progress, the failure
+    /// otherwise.
+    func connect(to address: IPAddress, port: UInt16) -> ProbeFailure? {
+        let result = withSocketAddress(address, port: port) { Glibc.connect(fd, $0, $1) }
+        if result == 0 || errno == EINPROGRESS { return nil }
+        return .system("connect", errno)
+    }
+
+    /// After POLLOUT on a connecting socket: nil when it is connected, the failure otherwise (SO_ERROR).
+    func connectionError() -> ProbeFailure? {
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return .system("getsockopt(SO_ERROR)", errno) }
+        return code == 0 ? nil : .system("connect", code)
+    }
+
+    /// Sends what it can without blocking (no SIGPIPE): the byte count, 0 when the buffer is full, or the failure.
+    func send(_ bytes: ArraySlice<UInt8>) -> Result<Int, ProbeFailure> {
+        let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if sent >= 0 { return .success(sent) }
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return .success(0) }
+        return .failure(.system("send", errno))
+    }
+
+    /// Reads what is there without blocking: the bytes (empty at end of stream), nil when nothing is
+    /// waiting, or the failure (an ICMP error reported on a connected socket, a reset).
+    func receive(capacity: Int = 4096) -> Result<[UInt8], ProbeFailure>? {
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        if count >= 0 { return .success(Array(buffer[..<count])) }
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return nil }
+        return .failure(.system("receive", errno))
+    }
+
+    private func withSocketAddress<R>(_ address: IPAddress, port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        if address.isIPv4 {
+            var v4 = sockaddr_in()
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = port.bigEndian
+            withUnsafeMutableBytes(of: &v4.sin_addr) { $0.copyBytes(from: address.bytes) }
+            return withUnsafePointer(to: &v4) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        var v6 = sockaddr_in6()
+        v6.sin6_family = sa_family_t(AF_INET6)
+        v6.sin6_port = port.bigEndian
+        withUnsafeMutableBytes(of: &v6.sin6_addr) { $0.copyBytes(from: address.bytes) }
+        return withUnsafePointer(to: &v6) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+        }
+    }
+}
+
+/// Why a probe failed, as the text that goes into ``ProbeResult/error``.
+struct ProbeFailure: Error, Equatable, CustomStringConvertible {
+    var text: String
+
+    var description: String { text }
+
+    /// `operation: strerror(code)`, e.g. `connect: Connection refused`.
+    static func system(_ operation: String, _ code: Int32) -> ProbeFailure {
+        ProbeFailure(text: "\(operation): \(String(cString: strerror(code)))")
+    }
+
+    static func timedOut(after seconds: Double) -> ProbeFailure {
+        ProbeFailure(text: "timed out after \(seconds) s")
+    }
+
+    static let cancelled = ProbeFailure(text: "cancelled")
+}
+
+/// Monotonic time in seconds, for deadlines.
+enum ProbeClock {
+    static func now() -> Double {
+        seconds(PathMonitor.monotonicNanoseconds())
+    }
+
+    /// Monotonic nanoseconds as seconds.
+    static func seconds(_ nanoseconds: UInt64) -> Double {
+        Double(nanoseconds) / 1e9
+    }
+
+    /// Waits (poll(2)) until one of `fds` is ready for its events, until `deadline` (monotonic seconds), or
+    /// for at most `slice` seconds, so the caller can look at cancellation. Returns the revents per fd.
+    static func wait(_ fds: [(fd: Int32, events: Int16)], until deadline: Double, slice: Double = 0.1) -> [Int16] {
+        var pollers = fds.map { pollfd(fd: $0.fd, events: $0.events, revents: 0) }
+        let seconds = max(0, min(deadline - now(), slice))
+        let milliseconds = Int32((seconds * 1000).rounded(.up))
+        if pollers.isEmpty {
+            usleep(UInt32(milliseconds) * 1000)
+            return []
+        }
+        let ready = poll(&pollers, nfds_t(pollers.count), milliseconds)
+        guard ready > 0 else { return pollers.map { _ in 0 } }
+        return pollers.map(\.revents)
+    }
+}

@@ -1,0 +1,341 @@
+import Conditioning
+import Dispatch
+import Foundation
+import Glibc
+import NetNamespace
+import PathMonitor
+import Responders
+import RouteNetlink
+import Timeline
+
+/// A conditioned sandbox with everything watching it, for scenarios and for users' own tests:
+/// the sandbox and its server, the path monitor and the reachability prober running in the client
+/// namespace, an optional observed app, and a timeline that records all of it.
+///
+/// ```swift
+/// try await LinkLab.with(.init(profile: "3g")) { lab in
+///     try lab.apply("100-loss")
+///     let update = try await lab.waitForReachability(.offline, within: 15)
+///     print(update.state, try lab.events().count)
+/// }   // the sandbox is always removed, even when the body throws
+/// ```
+public final class LinkLab: @unchecked Sendable {
+    /// How a lab is set up.
+    public struct Options: Sendable {
+        /// An existing sandbox to use (left up afterwards); nil makes a fresh one that is removed at close.
+        public var sandboxName: String?
+        /// Profile to apply at the start, if any.
+        public var profile: String?
+        /// Give the client a cellular link too.
+        public var cellular: Bool
+        /// Where `events.jsonl` and the reports go; nil makes a temporary directory.
+        public var reportDirectory: String?
+        /// The prober's settings.
+        public var probe: ReachabilitySettings
+        /// Where sandbox state files live.
+        public var store: SandboxStore
+        /// Where the profile catalog is (nil: the usual lookup).
+        public var catalogDirectory: String?
+
+        public init(
+            sandboxName: String? = nil, profile: String? = nil, cellular: Bool = false, reportDirectory: String? = nil,
+            probe: ReachabilitySettings = ReachabilitySettings(), store: SandboxStore = .standard, catalogDirectory: String? = nil
+        ) {
+            self.sandboxName = sandboxName
+            self.profile = profile
+            self.cellular = cellular
+            self.reportDirectory = reportDirectory
+            self.probe = probe
+            self.store = store
+            self.catalogDirectory = catalogDirectory
+        }
+    }
+
+    public let sandbox: Sandbox
+    public let recorder: TimelineRecorder
+    public let reportDirectory: String
+    public let monitor: PathMonitor
+    public let prober: ReachabilityProber
+    public let options: Options
+    private let ownsSandbox: Bool
+    private let server: ResponderServer?
+    private let lock = NSLock()
+    private var observed: ObservedProcess?
+    private var closed = false
+    private let queue = DispatchQueue(label: "linkcond.lab")
+
+    private init(
+        sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, monitor: PathMonitor,
+        prober: ReachabilityProber, options: Options, ownsSandbox: Bool, server: ResponderServer?
+    ) {
+        self.sandbox = sandbox
+        self.recorder = recorder
+        self.reportDirectory = reportDirectory
+        self.monitor = monitor
+        self.prober = prober
+        self.options = options
+        self.ownsSandbox = ownsSandbox
+        self.server = server
+    }
+
+    /// Opens a lab: makes (or finds) the sandbox, starts its server, the recorder, the path monitor and
+    /// the prober. On failure everything made so far is removed again.
+    public static func open(_ options: Options, isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> LinkLab {
+        let name = options.sandboxName ?? "lab\(getpid() % 100_000)x\(Int.random(in: 0..<1000))"
+        let sandbox = Sandbox(topology: try SandboxTopology(name: name), store: options.store)
+        let ownsSandbox = options.sandboxName == nil
+        var server: ResponderServer?
+        do {
+            if ownsSandbox {
+                try sandbox.up(cellular: options.cellular, server: .none, isCancelled: isCancelled)
+                server = try startServer(for: sandbox)
+                try sandbox.waitForServer(timeout: 10, isCancelled: isCancelled)
+            } else {
+                guard let state = try options.store.load(name), sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
+                if options.cellular && !state.cellular {
+                    throw LabError.needsCellular(sandbox: name)
+                }
+            }
+            let directory = try options.reportDirectory ?? makeTemporaryDirectory()
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let recorder = try TimelineRecorder(path: "\(directory)/events.jsonl")
+            let client = try sandbox.clientNamespace()
+            let lab = LinkLab(
+                sandbox: sandbox, recorder: recorder, reportDirectory: directory, monitor: PathMonitor(namespace: client),
+                prober: ReachabilityProber(namespace: client, settings: options.probe), options: options,
+                ownsSandbox: ownsSandbox, server: server)
+            do {
+                try lab.start()
+                if let profile = options.profile { try lab.apply(profile) }
+            } catch {
+                lab.close()
+                throw error
+            }
+            return lab
+        } catch {
+            server?.stop()
+            if ownsSandbox { _ = try? sandbox.down() }
+            throw error
+        }
+    }
+
+    /// Runs `body` with a lab and always closes it (removing a sandbox it made), even when `body` throws.
+    public static func with<T>(_ options: Options = Options(), _ body: (LinkLab) async throws -> T) async throws -> T {
+        let lab = try open(options)
+        do {
+            let result = try await body(lab)
+            lab.close()
+            return result
+        } catch {
+            lab.close()
+            throw error
+        }
+    }
+
+    private static func startServer(for sandbox: Sandbox) throws -> ResponderServer {
+        let configuration = ResponderConfiguration(
+            zone: SandboxTopology.zone, ipv4Address: SandboxTopology.serverIPv4.description,
+            ipv6Address: SandboxTopology.serverIPv6.description, httpPort: SandboxTopology.httpPort,
+            echoPort: SandboxTopology.echoPort, dnsPort: SandboxTopology.dnsPort, portalFlagPath: sandbox.portalFlagPath)
+        let server = ResponderServer(configuration: configuration)
+        let serverNamespace = try NamedNamespace(existing: sandbox.topology.serverNamespace)
+        // Sockets opened on the namespace's thread stay in the server namespace; the server's own threads
+        // serve them from there.
+        try serverNamespace.run { try server.start() }
+        return server
+    }
+
+    private static func makeTemporaryDirectory() throws -> String {
+        var template = Array("/tmp/linkcond-run.XXXXXX".utf8CString)
+        guard let pointer = mkdtemp(&template) else {
+            throw SandboxError.state(path: "/tmp", detail: "cannot create a temporary report directory")
+        }
+        return String(cString: pointer)
+    }
+
+    private func start() throws {
+        try recorder.record(.scenario, TimelineKind.runStarted, "run started in sandbox '\(sandbox.topology.name)'")
+        let recorder = self.recorder
+        try monitor.start(queue: queue) { update in
+            let path = update.path
+            var details: [String: TimelineValue] = [
+                "interfaces": .string(path.availableInterfaces.map(\.name).joined(separator: ",")),
+                "expensive": .bool(path.isExpensive), "constrained": .bool(path.isConstrained),
+                "ipv4": .bool(path.supportsIPv4), "ipv6": .bool(path.supportsIPv6), "dns": .bool(path.supportsDNS),
+                "baseline": .bool(update.isBaseline),
+                "latencyMs": .number(Double(update.time &- update.eventTime) / 1e6),
+            ]
+            if let reason = path.unsatisfiedReason { details["reason"] = .string(reason.rawValue) }
+            _ = try? recorder.record(TimelineEvent(
+                t: recorder.runTime(ofMonotonic: update.eventTime), lane: .path, kind: TimelineKind.pathUpdate,
+                summary: (update.isBaseline ? "baseline: " : "") + path.summary, state: path.status.rawValue, details: details))
+        }
+        prober.start(queue: queue) { update in
+            for result in update.results {
+                _ = try? recorder.record(TimelineEvent(
+                    t: recorder.runTime(ofMonotonic: result.time), lane: .reachability, kind: TimelineKind.sample,
+                    summary: "\(result.kind) probe \(result.success ? "succeeded" : "failed")"
+                        + (result.rtt.map { String(format: " in %.1f ms", $0 * 1000) } ?? "") + (result.error.map { ": \($0)" } ?? ""),
+                    details: [
+                        "probe": .string(result.kind.rawValue), "success": .bool(result.success),
+                        "rttMs": result.rtt.map { .number($0 * 1000) } ?? .null,
+                    ]))
+            }
+            var details: [String: TimelineValue] = [
+                "previous": .string(update.previousState.rawValue), "quality": .string(update.quality.rawValue),
+                "rttMs": update.medianRTT.map { .number($0 * 1000) } ?? .null,
+                "loss": .number(update.lossFraction),
+            ]
+            details["generation"] = .number(Double(update.generation))
+            _ = try? recorder.record(TimelineEvent(
+                t: recorder.runTime(ofMonotonic: update.time), lane: .reachability, kind: TimelineKind.reachabilityUpdate,
+                summary: "\(update.state) (quality \(update.quality))", state: update.state.rawValue, details: details))
+        }
+    }
+
+    // MARK: Conditions
+
+    private func recordConditions(_ state: String, action: String, profile: String? = nil, _ body: () throws -> Int) throws {
+        let started = TimelineClock.now()
+        let requests = try body()
+        let milliseconds = Double(TimelineClock.now() - started) / 1e6
+        var details: [String: TimelineValue] = ["action": .string(action), "netlinkMs": .number(milliseconds), "requests": .number(Double(requests))]
+        if let profile { details["profile"] = .string(profile) }
+        try recorder.record(TimelineEvent(
+            t: recorder.runTime(ofMonotonic: started), lane: .conditions, kind: TimelineKind.conditionsChanged,
+            summary: "\(action) (\(String(format: "%.1f", milliseconds)) ms)", state: state, details: details))
+    }
+
+    /// Applies a profile (catalog name or path) and records it on the conditions lane.
+    public func apply(_ reference: String) throws {
+        try apply(try ProfileCatalog.find(reference, directory: options.catalogDirectory))
+    }
+
+    /// Applies a profile and records it on the conditions lane, with the netlink transaction's duration.
+    public func apply(_ profile: Profile) throws {
+        try recordConditions(profile.name, action: "apply \(profile.name)", profile: profile.name) {
+            try NetemBackend(sandbox: sandbox).apply(profile).requests
+        }
+    }
+
+    /// Removes the conditions.
+    public func clear() throws {
+        try recordConditions("clear", action: "clear") { try NetemBackend(sandbox: sandbox).clear().count }
+    }
+
+    /// Takes a client link down or up (see `Sandbox.setLink`).
+    public func setLink(_ link: Sandbox.ClientLink, side: Sandbox.LinkSide, up: Bool) throws {
+        let word = up ? "up" : "down"
+        try recordConditions("\(link.rawValue) \(word)", action: "\(link.rawValue) link \(word) (\(side.rawValue) side)") {
+            try sandbox.setLink(link, side: side, up: up)
+            return 1
+        }
+    }
+
+    /// Removes or restores the client link's addresses.
+    public func setAddresses(_ link: Sandbox.ClientLink, present: Bool) throws {
+        try recordConditions(present ? "addresses restored" : "no address", action: "\(present ? "restore" : "remove") \(link.rawValue) addresses") {
+            if present { try sandbox.restoreAddresses(link) } else { try sandbox.removeAddresses(link) }
+            return 2
+        }
+    }
+
+    /// Removes or restores the client link's default routes.
+    public func setDefaultRoutes(_ link: Sandbox.ClientLink, present: Bool) throws {
+        try recordConditions(present ? "routes restored" : "no default route", action: "\(present ? "restore" : "remove") \(link.rawValue) default routes") {
+            if present { try sandbox.restoreDefaultRoutes(link) } else { try sandbox.removeDefaultRoutes(link) }
+            return 2
+        }
+    }
+
+    /// Switches the server's captive portal on or off.
+    public func setPortal(on: Bool) throws {
+        try recordConditions(on ? "portal" : "no portal", action: "captive portal \(on ? "on" : "off")") {
+            try sandbox.setPortal(on: on)
+            return 0
+        }
+    }
+
+    /// Hands the device over to a link.
+    public func handOver(to link: Sandbox.ClientLink) throws {
+        try recordConditions("on \(link.rawValue)", action: "hand over to \(link.rawValue)") {
+            try sandbox.handOver(to: link)
+            return 2
+        }
+    }
+
+    // MARK: Waiting
+
+    /// Waits until the path monitor reports `status`; returns the update. Throws ``LabError/timedOut``.
+    @discardableResult
+    public func waitForPath(_ status: NetworkPath.Status, within seconds: Double) async throws -> PathUpdate {
+        let deadline = TimelineClock.now() + UInt64(seconds * 1e9)
+        while true {
+            if let update = monitor.currentUpdate, update.path.status == status { return update }
+            guard TimelineClock.now() < deadline else {
+                throw LabError.timedOut(what: "path \(status)", seconds: seconds, last: monitor.currentPath?.summary ?? "none")
+            }
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+    }
+
+    /// Waits until the prober reports `state`. Throws ``LabError/timedOut``.
+    public func waitForReachability(_ state: ReachabilityState, within seconds: Double) async throws {
+        let deadline = TimelineClock.now() + UInt64(seconds * 1e9)
+        while prober.currentState != state {
+            guard TimelineClock.now() < deadline else {
+                throw LabError.timedOut(what: "reachability \(state)", seconds: seconds, last: prober.currentState.rawValue)
+            }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+    }
+
+    // MARK: The user's app
+
+    /// Runs `command` (through `/bin/sh -c`) in the client namespace and records each line it prints on
+    /// the app lane: a JSON object's scalar fields become details, its `state` field the lane's state.
+    public func observe(command: String) throws {
+        let client = try sandbox.clientNamespace()
+        let process = try ObservedProcess(command: command, namespace: client, recorder: recorder)
+        lock.lock()
+        observed = process
+        lock.unlock()
+    }
+
+    // MARK: Results
+
+    /// The events recorded so far, read back from `events.jsonl`.
+    public func events() throws -> [TimelineEvent] {
+        try TimelineReader.read(path: recorder.path).events
+    }
+
+    /// Stops everything; removes the sandbox when the lab made it. Safe to call twice.
+    public func close() {
+        lock.lock()
+        let alreadyClosed = closed
+        closed = true
+        let observed = self.observed
+        lock.unlock()
+        guard !alreadyClosed else { return }
+        observed?.stop()
+        prober.cancel()
+        monitor.cancel()
+        _ = try? recorder.record(.scenario, TimelineKind.runFinished, "run finished")
+        server?.stop()
+        if ownsSandbox { _ = try? sandbox.down() }
+    }
+}
+
+/// Errors of labs and scenario runs.
+public enum LabError: Error, Sendable, CustomStringConvertible {
+    case timedOut(what: String, seconds: Double, last: String)
+    case needsCellular(sandbox: String)
+
+    public var description: String {
+        switch self {
+        case let .timedOut(what, seconds, last): "\(what) was not reached within \(seconds) s (last seen: \(last))"
+        case let .needsCellular(sandbox):
+            "sandbox '\(sandbox)' has no cellular link; recreate it with 'linkcond up --name \(sandbox) --cellular' or let the run make its own"
+        }
+    }
+}

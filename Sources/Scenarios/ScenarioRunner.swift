@@ -1,0 +1,165 @@
+import Conditioning
+import Foundation
+import Glibc
+import PathMonitor
+import Timeline
+
+/// Where a run stands, for a live progress line.
+public struct ScenarioProgress: Sendable {
+    public var stepIndex: Int
+    public var stepCount: Int
+    public var stepName: String
+    /// Seconds since the run started.
+    public var elapsed: Double
+    /// Seconds left in the current step.
+    public var remainingInStep: Double
+    public var path: String
+    public var reachability: String
+}
+
+/// How a scenario is run.
+public struct ScenarioRunOptions: Sendable {
+    /// An existing sandbox (left up afterwards); nil makes one for the run and removes it after.
+    public var sandboxName: String?
+    /// Where `events.jsonl` and the reports go.
+    public var reportDirectory: String
+    /// A command to run in the client namespace whose JSON lines become the app lane.
+    public var observeCommand: String?
+    public var catalogDirectory: String?
+    public var store: SandboxStore
+    public var progress: (@Sendable (ScenarioProgress) -> Void)?
+    public var isCancelled: @Sendable () -> Bool
+
+    public init(
+        sandboxName: String? = nil, reportDirectory: String, observeCommand: String? = nil, catalogDirectory: String? = nil,
+        store: SandboxStore = .standard, progress: (@Sendable (ScenarioProgress) -> Void)? = nil,
+        isCancelled: @escaping @Sendable () -> Bool = { false }
+    ) {
+        self.sandboxName = sandboxName
+        self.reportDirectory = reportDirectory
+        self.observeCommand = observeCommand
+        self.catalogDirectory = catalogDirectory
+        self.store = store
+        self.progress = progress
+        self.isCancelled = isCancelled
+    }
+}
+
+/// What a run produced.
+public struct ScenarioOutcome: Sendable {
+    public var report: RunReport
+    /// Paths of the files written (events.jsonl and the reports).
+    public var files: [String]
+    /// True when the run was interrupted before its last step ended.
+    public var interrupted: Bool
+    /// True when every expectation passed and the run was not interrupted.
+    public var passed: Bool { report.passed && !interrupted }
+}
+
+/// Runs a scenario: opens a ``LinkLab``, performs the steps on time, records everything on the timeline,
+/// judges the expectations against it, and writes the reports.
+public enum ScenarioRunner {
+    /// Runs `scenario`. Throws only when the run cannot start (no sandbox, bad report directory…);
+    /// failed expectations are in the outcome, not thrown.
+    public static func run(_ scenario: Scenario, options: ScenarioRunOptions) throws -> ScenarioOutcome {
+        var settings = ReachabilitySettings()
+        if let probe = scenario.probe {
+            if let interval = probe.interval { settings.interval = Double(interval) / 1e9 }
+            if let timeout = probe.timeout { settings.timeout = Double(timeout) / 1e9 }
+            if let threshold = probe.failureThreshold { settings.failureThreshold = threshold }
+            if let backoff = probe.backoffMax { settings.offlineBackoffMaximum = Double(backoff) / 1e9 }
+        }
+        let startedAt = ISO8601DateFormatter().string(from: Date())
+        let lab = try LinkLab.open(
+            LinkLab.Options(
+                sandboxName: options.sandboxName, cellular: scenario.cellular, reportDirectory: options.reportDirectory,
+                probe: settings, store: options.store, catalogDirectory: options.catalogDirectory),
+            isCancelled: options.isCancelled)
+        var steps: [StepRecord] = []
+        var interrupted = false
+        do {
+            if let command = options.observeCommand { try lab.observe(command: command) }
+            try lab.recorder.record(.scenario, "scenario", "scenario '\(scenario.name)': \(scenario.description)", details: [
+                "steps": .number(Double(scenario.steps.count)), "expectations": .number(Double(scenario.expectations.count)),
+            ])
+            stepLoop: for (index, step) in scenario.steps.enumerated() {
+                let start = lab.recorder.now()
+                try lab.recorder.record(TimelineEvent(
+                    t: start, lane: .scenario, kind: TimelineKind.stepStarted,
+                    summary: "step \(index + 1)/\(scenario.steps.count) '\(step.name)': \(step.action.summary)",
+                    state: step.name, details: ["action": .string(step.action.summary)]))
+                try perform(step.action, in: lab)
+                let deadline = start + step.hold
+                while true {
+                    let now = lab.recorder.now()
+                    options.progress?(ScenarioProgress(
+                        stepIndex: index, stepCount: scenario.steps.count, stepName: step.name, elapsed: Double(now) / 1e9,
+                        remainingInStep: Double(deadline > now ? deadline - now : 0) / 1e9,
+                        path: lab.monitor.currentPath?.status.rawValue ?? "unknown", reachability: lab.prober.currentState.rawValue))
+                    if options.isCancelled() {
+                        interrupted = true
+                        steps.append(StepRecord(name: step.name, action: step.action.summary, start: start, end: now))
+                        try lab.recorder.record(.scenario, "interrupted", "run interrupted during step '\(step.name)'")
+                        break stepLoop
+                    }
+                    guard now < deadline else { break }
+                    usleep(UInt32(min(100_000, (deadline - now) / 1000)))
+                }
+                let end = lab.recorder.now()
+                steps.append(StepRecord(name: step.name, action: step.action.summary, start: start, end: end))
+                try lab.recorder.record(TimelineEvent(
+                    t: end, lane: .scenario, kind: TimelineKind.stepFinished, summary: "step '\(step.name)' finished",
+                    details: ["durationSeconds": .number(Double(end - start) / 1e9)]))
+            }
+        } catch {
+            lab.close()
+            throw error
+        }
+        lab.close()
+        let events = try lab.events()
+        var results = ExpectationEvaluator.evaluate(scenario.expectations, events: events, steps: steps)
+        if interrupted {
+            results = results.map { result in
+                var result = result
+                if !result.passed { result.evidence += " (the run was interrupted)" }
+                return result
+            }
+        }
+        for result in results {
+            try lab.recorder.record(.scenario, TimelineKind.expectation, "\(result.passed ? "PASS" : "FAIL") \(result.name): \(result.evidence)",
+                                    details: ["passed": .bool(result.passed), "evidence": .string(result.evidence), "rule": .string(result.rule)])
+        }
+        let allEvents = try lab.events()
+        let metadata = RunMetadata(
+            name: scenario.name, description: scenario.description, sandbox: lab.sandbox.topology.name, startedAt: startedAt,
+            duration: lab.recorder.now(), steps: steps, observeCommand: options.observeCommand)
+        let report = RunReport(metadata: metadata, events: allEvents, expectations: results)
+        let files = [lab.recorder.path] + (try ReportWriter.write(report, to: options.reportDirectory))
+        return ScenarioOutcome(report: report, files: files, interrupted: interrupted)
+    }
+
+    /// Carries out one step's action on the lab.
+    public static func perform(_ action: StepAction, in lab: LinkLab) throws {
+        switch action {
+        case let .apply(profile): try lab.apply(profile)
+        case .clear: try lab.clear()
+        case let .linkDown(side, link): try lab.setLink(link.sandboxLink, side: side.sandboxSide, up: false)
+        case let .linkUp(side, link): try lab.setLink(link.sandboxLink, side: side.sandboxSide, up: true)
+        case let .removeAddress(link): try lab.setAddresses(link.sandboxLink, present: false)
+        case let .restoreAddress(link): try lab.setAddresses(link.sandboxLink, present: true)
+        case let .removeDefaultRoute(link): try lab.setDefaultRoutes(link.sandboxLink, present: false)
+        case let .restoreDefaultRoute(link): try lab.setDefaultRoutes(link.sandboxLink, present: true)
+        case let .portal(on): try lab.setPortal(on: on)
+        case let .handover(link): try lab.handOver(to: link.sandboxLink)
+        case .wait: break
+        }
+    }
+}
+
+extension LinkName {
+    var sandboxLink: Sandbox.ClientLink { self == .wifi ? .wifi : .cellular }
+}
+
+extension LinkSide {
+    var sandboxSide: Sandbox.LinkSide { self == .client ? .client : .router }
+}

@@ -1,0 +1,283 @@
+/// `timeline.html`: the run as one self-contained page — inline CSS and inline SVG, no script, no external
+/// reference of any kind — laid out for a QA engineer who has nothing else: a header with the verdict, a
+/// line on how to read the chart, a legend, the swimlane chart with RTT and loss plots under it, the reaction
+/// times per change of conditions, the expectations, per-step numbers, and the event log.
+///
+/// Every string from the run is HTML-escaped.
+public enum HTMLReportWriter {
+    /// Rows of the event log at most (the whole log is in `timeline.json` and `events.jsonl`).
+    public static let eventLogLimit = 1000
+
+    public static func render(_ report: RunReport) -> String {
+        render(report, metrics: TimelineMetrics(report))
+    }
+
+    public static func render(_ report: RunReport, metrics: TimelineMetrics) -> String {
+        let metadata = report.metadata
+        let palette = StatePalette(events: report.events)
+        let chart = TimelineChart(report: report, metrics: metrics, palette: palette)
+        let h = Markup.html
+        let passedCount = report.expectations.filter(\.passed).count
+        let verdict = report.passed ? "PASS" : "FAIL"
+
+        var out = ""
+        out.reserveCapacity(256 * 1024)
+        out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        out += "<title>\(h("\(verdict) — \(metadata.name) — linkcond timeline"))</title>\n"
+        out += "<style>\n\(css)</style>\n</head>\n<body>\n"
+
+        // Header.
+        out += "<header>\n<div class=\"headline\"><h1><span class=\"product\">linkcond run</span> \(h(metadata.name))</h1>"
+        out += "<span class=\"badge \(report.passed ? "pass" : "fail")\">\(verdict)</span>"
+        if report.expectations.isEmpty {
+            out += "<span class=\"tally\">no expectations</span>"
+        } else {
+            out += "<span class=\"tally\">\(passedCount) of \(report.expectations.count) expectations passed</span>"
+        }
+        out += "</div>\n"
+        if !metadata.description.isEmpty { out += "<p class=\"description\">\(h(metadata.description))</p>\n" }
+        out += "<dl class=\"facts\">"
+        var facts: [(String, String)] = [
+            ("Sandbox", metadata.sandbox), ("Started", metadata.startedAt), ("Duration", Fmt.duration(metadata.duration)),
+            ("Steps", String(metadata.steps.count)), ("Events", String(report.events.count)),
+            ("Probes", "\(metrics.run.samples)" + (metrics.run.loss.map { ", \(Fmt.percent($0)) lost" } ?? "")),
+        ]
+        if let command = metadata.observeCommand { facts.append(("Observed app", command)) }
+        for (name, value) in facts { out += "<div><dt>\(name)</dt><dd>\(h(value))</dd></div>" }
+        out += "</dl>\n</header>\n"
+
+        // Chart.
+        out += "<section>\n<h2>Timeline</h2>\n"
+        out += "<p class=\"explain\">Time runs left to right, in seconds since the run started. "
+        out += "<b>Conditions</b>: what linkcond put on the wire (a network profile such as LTE or 3G, 100&nbsp;% loss, a link taken down). "
+        out += "<b>Path</b>: what the path monitor reported — like Apple’s NWPathMonitor it only watches links, addresses and routes, so loss alone does not change it. "
+        out += "<b>Reachability</b>: what the active prober concluded from real HTTP/DNS/TCP probes. "
+        out += "<b>App</b>: the states the observed app printed (each tick is one line it printed). "
+        out += "A bracket along the bottom of a lane runs from a change of conditions to the lane’s reaction, with the delay written on it. "
+        out += "Dashed lines mark the start of each step; numbered diamonds mark expectations (green passed, red failed; numbers refer to the table below). "
+        out += "Hover over anything for exact times.</p>\n"
+        out += legend(report: report, palette: palette)
+        out += "<div class=\"chartbox\">\n" + chart.render() + "</div>\n</section>\n"
+
+        // Reaction times.
+        out += "<section>\n<h2>Reaction to each change of conditions</h2>\n"
+        if metrics.changes.isEmpty {
+            out += "<p class=\"muted\">No change of conditions was recorded.</p>\n"
+        } else {
+            out += "<p class=\"explain\">For each change of conditions: the first state change of each lane after it (and before the next change), "
+            out += "or <em>did not react</em>; then how long until the path was <em>satisfied</em> and reachability <em>online</em> again.</p>\n"
+            out += "<table class=\"metrics\">\n<thead><tr><th class=\"num\">#</th><th class=\"num\">At</th><th>Step</th><th>Conditions</th>"
+            out += "<th>Path reacted</th><th>Reachability reacted</th><th>App reacted</th><th>Path recovery</th><th>Reachability recovery</th></tr></thead>\n<tbody>\n"
+            for change in metrics.changes {
+                out += "<tr><td class=\"num\">\(change.index)</td><td class=\"num\">\(Fmt.runTime(change.t))&nbsp;s</td>"
+                out += "<td>\(h(change.step ?? "—"))</td><td>"
+                if let from = change.from { out += "<span class=\"muted\">\(h(from)) →</span> " }
+                out += chip(h(change.to), palette.color(lane: .conditions, state: change.to))
+                if let action = change.action, action != change.to { out += "<div class=\"small muted\">\(h(action))</div>" }
+                out += "</td>"
+                for lane in TimelineMetrics.reactionLanes {
+                    guard let reaction = change.reaction(lane) else {
+                        out += "<td>—</td>"
+                        continue
+                    }
+                    if let state = reaction.state, let delay = reaction.delay {
+                        out += "<td>" + chip(h(state), palette.color(lane: lane, state: state)) + " after <b>\(Fmt.seconds(delay))</b></td>"
+                    } else {
+                        let before = reaction.before.map { " <span class=\"small\">(stayed \(h($0)))</span>" } ?? ""
+                        out += "<td class=\"noreact\">did not react\(before)</td>"
+                    }
+                }
+                for lane in [TimelineLane.path, .reachability] {
+                    guard let recovery = change.recovery(lane) else {
+                        out += "<td>—</td>"
+                        continue
+                    }
+                    switch recovery.outcome {
+                    case .recovered: out += "<td>\(h(recovery.goodState)) after <b>\(Fmt.seconds(recovery.delay ?? 0))</b></td>"
+                    case .notRecovered: out += "<td class=\"bad\">\(h(recovery.text))</td>"
+                    case .stayedGood, .noData: out += "<td class=\"muted\">\(h(recovery.text))</td>"
+                    }
+                }
+                out += "</tr>\n"
+            }
+            out += "</tbody>\n</table>\n"
+        }
+        out += "<p class=\"flaps\"><b>State changes (flaps) over the run:</b> "
+        out += TimelineMetrics.flapLanes.map { "\($0.rawValue) <b>\(metrics.flaps($0))</b>" }.joined(separator: " · ")
+        out += "</p>\n</section>\n"
+
+        // Expectations.
+        out += "<section>\n<h2>Expectations</h2>\n"
+        if report.expectations.isEmpty {
+            out += "<p class=\"muted\">This run had no expectations.</p>\n"
+        } else {
+            out += "<table class=\"expectations\">\n<thead><tr><th class=\"num\">#</th><th>Expectation</th><th>Rule</th><th>Result</th><th>Evidence</th><th class=\"num\">Measured / limit</th></tr></thead>\n<tbody>\n"
+            for (index, expectation) in report.expectations.enumerated() {
+                out += "<tr class=\"\(expectation.passed ? "passrow" : "failrow")\"><td class=\"num\">\(index + 1)</td>"
+                out += "<td><b>\(h(expectation.name))</b><div class=\"small muted\">\(h(expectation.lane.rawValue))</div></td>"
+                out += "<td>\(h(expectation.rule))</td>"
+                out += "<td><span class=\"badge small \(expectation.passed ? "pass" : "fail")\">\(expectation.passed ? "PASS" : "FAIL")</span></td>"
+                out += "<td>\(h(expectation.evidence))</td><td class=\"num\">"
+                out += expectation.measured.map { Fmt.seconds($0) } ?? (expectation.limit == nil ? "—" : "never")
+                if let limit = expectation.limit { out += " / \(Fmt.seconds(limit))" }
+                out += "</td></tr>\n"
+            }
+            out += "</tbody>\n</table>\n"
+        }
+        out += "</section>\n"
+
+        // Per step.
+        out += "<section>\n<h2>Steps</h2>\n"
+        out += "<table class=\"steps\">\n<thead><tr><th rowspan=\"2\">#</th><th rowspan=\"2\">Step</th><th rowspan=\"2\">Action</th>"
+        out += "<th rowspan=\"2\" class=\"num\">Start</th><th rowspan=\"2\" class=\"num\">Length</th><th rowspan=\"2\" class=\"num\">Probes</th>"
+        out += "<th rowspan=\"2\" class=\"num\">Loss</th><th rowspan=\"2\" class=\"num\">RTT min / median / p95</th>"
+        out += "<th colspan=\"4\" class=\"group\">State changes (flaps)</th></tr>\n<tr>"
+        out += TimelineMetrics.flapLanes.map { "<th class=\"num\">\($0.rawValue)</th>" }.joined() + "</tr></thead>\n<tbody>\n"
+        let rows = metrics.steps.enumerated().map { (String($0.offset + 1), metadata.steps[$0.offset].action, $0.element) }
+            + [("", "", metrics.run)]
+        for (number, action, interval) in rows {
+            let whole = number.isEmpty
+            out += "<tr\(whole ? " class=\"total\"" : "")><td class=\"num\">\(number)</td><td>\(whole ? "<b>whole run</b>" : h(interval.name))</td><td>\(h(action))</td>"
+            let length = interval.end >= interval.start ? interval.end - interval.start : 0
+            out += "<td class=\"num\">\(Fmt.runTime(interval.start))&nbsp;s</td><td class=\"num\">\(Fmt.runTime(length))&nbsp;s</td>"
+            out += "<td class=\"num\">\(interval.samples)</td><td class=\"num\">\(interval.loss.map(Fmt.percent) ?? "—")</td>"
+            if let rtt = interval.rtt {
+                out += "<td class=\"num\">\(Fmt.ms(rtt.min)) / \(Fmt.ms(rtt.median)) / \(Fmt.ms(rtt.p95))&nbsp;ms</td>"
+            } else {
+                out += "<td class=\"num\">—</td>"
+            }
+            out += TimelineMetrics.flapLanes.map { "<td class=\"num\">\(interval.flaps($0))</td>" }.joined() + "</tr>\n"
+        }
+        out += "</tbody>\n</table>\n</section>\n"
+
+        // Event log.
+        let logged = chart.events.filter { $0.kind != TimelineKind.sample }
+        out += "<section>\n<details>\n<summary>Event log: \(logged.count) events"
+        if logged.count > eventLogLimit { out += " (first \(eventLogLimit) shown)" }
+        out += ", probe samples left out — everything is in timeline.json and events.jsonl</summary>\n"
+        out += "<table class=\"log\">\n<thead><tr><th>Time</th><th>Lane</th><th>Kind</th><th>State</th><th>What happened</th></tr></thead>\n<tbody>\n"
+        for event in logged.prefix(eventLogLimit) {
+            out += "<tr><td class=\"num\">\(Fmt.runTime(event.t))</td><td>\(event.lane.rawValue)</td><td>\(h(event.kind))</td>"
+            out += "<td>\(h(event.state ?? ""))</td><td>\(h(event.summary))</td></tr>\n"
+        }
+        out += "</tbody>\n</table>\n</details>\n</section>\n"
+        out += "<footer>Written by linkcond from \(report.events.count) events. "
+        out += "Next to this file: timeline.json (all data), junit.xml (for CI), summary.md, events.jsonl (raw events).</footer>\n"
+        out += "</body>\n</html>\n"
+        return out
+    }
+
+    static func chip(_ escapedText: String, _ color: StatePalette.Color) -> String {
+        "<span class=\"chip\" style=\"background:\(color.fill);color:\(color.text)\">\(escapedText)</span>"
+    }
+
+    static func swatch(_ color: StatePalette.Color, hatched: Bool = false) -> String {
+        "<i class=\"swatch\(hatched ? " hatched" : "")\" style=\"background-color:\(color.fill)\"></i>"
+    }
+
+    static func legend(report: RunReport, palette: StatePalette) -> String {
+        var out = "<div class=\"legend\">\n"
+        out += "<div><span class=\"lg\">Path / reachability / app</span>"
+        out += "\(swatch(StatePalette.green)) satisfied, online "
+        out += "\(swatch(StatePalette.red)) unsatisfied, offline "
+        out += "\(swatch(StatePalette.amber)) requiresConnection, portal, limited "
+        out += "\(swatch(StatePalette.grey)) unknown "
+        out += "\(swatch(StatePalette.grey, hatched: true)) many changes too close to draw (hover)</div>\n"
+        if !palette.conditions.isEmpty {
+            out += "<div><span class=\"lg\">Conditions</span>"
+            for state in palette.conditions {
+                out += "\(swatch(palette.color(lane: .conditions, state: state))) \(Markup.html(state)) "
+            }
+            out += "</div>\n"
+        }
+        if !palette.appStates.isEmpty {
+            out += "<div><span class=\"lg\">App states</span>"
+            for state in palette.appStates.prefix(12) {
+                out += "\(swatch(palette.color(lane: .app, state: state))) \(Markup.html(state)) "
+            }
+            out += "</div>\n"
+        }
+        out += "<div><span class=\"lg\">Plots</span>"
+        let probes = palette.probes.isEmpty ? ["http"] : palette.probes
+        for probe in probes {
+            out += "<i class=\"dot\" style=\"background:\(palette.probeColor(probe))\"></i> \(Markup.html(probe)) probe RTT "
+        }
+        out += "<span class=\"cross\">✕</span> failed probe "
+        out += "<i class=\"swatch\" style=\"background:#ffa8a8\"></i> loss over the last \(TimelineChart.lossWindow) probes "
+        out += "<i class=\"dash\"></i> step start <i class=\"bracket\"></i> reaction time</div>\n"
+        out += "</div>\n"
+        return out
+    }
+
+    static let css = """
+        :root { color-scheme: light; }
+        * { box-sizing: border-box; }
+        body { margin: 0 auto; padding: 20px 24px 40px; max-width: 1400px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: #212529; background: #fff; }
+        h1 { font-size: 24px; margin: 0; font-weight: 650; }
+        h1 .product { color: #868e96; font-weight: 400; }
+        h2 { font-size: 18px; margin: 28px 0 8px; padding-bottom: 4px; border-bottom: 1px solid #dee2e6; }
+        .headline { display: flex; align-items: center; gap: 14px; flex-wrap: wrap; }
+        .badge { display: inline-block; padding: 3px 12px; border-radius: 4px; font-weight: 700; letter-spacing: .04em; color: #fff; font-size: 18px; }
+        .badge.small { font-size: 12px; padding: 1px 8px; }
+        .badge.pass { background: #2f9e44; } .badge.fail { background: #e03131; }
+        .tally { color: #495057; }
+        .description { margin: 8px 0 4px; font-size: 15px; color: #343a40; max-width: 1100px; }
+        .facts { display: flex; flex-wrap: wrap; gap: 4px 28px; margin: 8px 0 0; }
+        .facts div { display: flex; gap: 6px; } .facts dt { color: #868e96; } .facts dd { margin: 0; font-weight: 600; }
+        .explain { color: #495057; margin: 4px 0 8px; max-width: 1300px; }
+        .legend { display: flex; flex-direction: column; gap: 3px; font-size: 13px; margin: 6px 0 10px; padding: 8px 12px; background: #f8f9fa; border-radius: 6px; }
+        .legend .lg { display: inline-block; min-width: 190px; font-weight: 600; color: #495057; }
+        .swatch { display: inline-block; width: 22px; height: 12px; border-radius: 2px; vertical-align: -1px; margin-left: 8px; }
+        .swatch.hatched { background-image: repeating-linear-gradient(45deg, rgba(0,0,0,.3) 0 2px, transparent 2px 4px); }
+        .dot { display: inline-block; width: 9px; height: 9px; border-radius: 50%; margin-left: 8px; }
+        .dash { display: inline-block; width: 0; height: 12px; border-left: 2px dashed #495057; margin: 0 4px 0 10px; vertical-align: -1px; }
+        .bracket { display: inline-block; width: 26px; height: 6px; border: 1.5px solid #111; border-top: 0; margin: 0 4px 0 10px; vertical-align: 1px; }
+        .cross { color: #e03131; font-weight: 700; margin-left: 8px; }
+        .chartbox { border: 1px solid #dee2e6; border-radius: 6px; padding: 8px 6px 0; }
+        svg.chart { display: block; font-family: inherit; }
+        svg text { font-size: 11px; fill: #343a40; }
+        .grid line { stroke: #e9ecef; stroke-width: 1; }
+        .stepband { fill: #f1f3f5; }
+        .stepline { stroke: #212529; stroke-width: 1.2; stroke-dasharray: 5 4; opacity: .6; }
+        .reaction path { fill: none; stroke: #111; stroke-width: 1.2; }
+        .reaction rect { fill: #fff; opacity: .92; }
+        .reaction text { text-anchor: middle; font-size: 10px; font-weight: 700; fill: #111; }
+        .steplabel { font-weight: 600; font-size: 11.5px; fill: #212529; }
+        .lanetitle { font-weight: 650; font-size: 12.5px; fill: #212529; }
+        .lanesub { font-size: 10.5px; fill: #868e96; }
+        .laneback { fill: #f8f9fa; stroke: #dee2e6; }
+        .seglabel { text-anchor: middle; font-size: 11.5px; font-weight: 600; }
+        .nodata { font-style: italic; fill: #868e96; }
+        .apptick { fill: #212529; opacity: .75; }
+        .expline { stroke-width: 1; stroke-dasharray: 2 3; opacity: .7; }
+        .explabel { text-anchor: middle; font-size: 10px; font-weight: 700; fill: #fff; }
+        .axis line { stroke: #868e96; } .axis text { text-anchor: middle; fill: #495057; }
+        .axis .axistitle { text-anchor: start; fill: #868e96; } .axis .axisnote { text-anchor: end; fill: #868e96; }
+        .plotback { fill: #fff; stroke: #dee2e6; }
+        .failband { fill: #fff5f5; stroke: #ffe3e3; }
+        .hgrid { stroke: #e9ecef; }
+        .ytick { text-anchor: end; font-size: 10px; fill: #868e96; }
+        .rttline { fill: none; stroke-width: 1; opacity: .35; }
+        .rttband { stroke: #74c0fc; stroke-width: 2; fill: none; }
+        .rttmedian { stroke: #1c7ed6; stroke-width: 1.2; fill: none; }
+        .failmark { stroke: #e03131; stroke-width: 1.8; fill: none; }
+        .lossarea { fill: #ffa8a8; opacity: .6; } .lossline { fill: none; stroke: #e03131; stroke-width: 1.4; }
+        table { border-collapse: collapse; width: 100%; font-size: 13.5px; }
+        th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e9ecef; vertical-align: top; }
+        th { background: #f1f3f5; font-weight: 600; color: #343a40; }
+        th.num { text-align: right; } th.group { text-align: center; border-bottom: 1px solid #dee2e6; }
+        td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+        tbody tr:nth-child(even) { background: #fbfcfd; }
+        tr.failrow td { background: #fff5f5; } tr.total td { border-top: 2px solid #ced4da; }
+        .chip { display: inline-block; padding: 0 7px; border-radius: 3px; font-weight: 600; font-size: 12.5px; }
+        .noreact { color: #9c4a00; font-weight: 600; } .noreact .small { color: #868e96; font-weight: 400; }
+        .bad { color: #c92a2a; }
+        .muted { color: #868e96; } .small { font-size: 12px; }
+        .flaps { margin-top: 10px; }
+        details summary { cursor: pointer; color: #495057; font-weight: 600; margin: 20px 0 8px; }
+        table.log td { padding: 2px 10px; font-size: 12.5px; }
+        footer { margin-top: 28px; color: #868e96; font-size: 12px; }
+
+        """
+}
