@@ -127,7 +127,8 @@ public enum ScenarioRunner {
         }
         for result in results {
             try lab.recorder.record(.scenario, TimelineKind.expectation, "\(result.passed ? "PASS" : "FAIL") \(result.name): \(result.evidence)",
-                                    details: ["passed": .bool(result.passed), "evidence": .string(result.evidence), "rule": .string(result.rule)])
+                                    details: ["name": .string(result.name), "passed": .bool(result.passed),
+                                              "evidence": .string(result.evidence), "rule": .string(result.rule)])
         }
         let allEvents = try lab.events()
         let metadata = RunMetadata(

@@ -1,0 +1,58 @@
+import Foundation
+import XCTest
+
+@testable import Timeline
+
+/// `summary.md` and `junit.xml` of the constructed tunnel run, compared byte for byte with the files in
+/// `Tests/TimelineTests/Snapshots/`.
+///
+/// To regenerate them after an intended change of a writer:
+///
+///     LINKCOND_UPDATE_SNAPSHOTS=1 swift test --scratch-path /tmp/build-reports --filter TimelineTests.SnapshotTests
+///
+/// which writes the files into the source folder (found through `#filePath`); review the diff, then run the
+/// tests again without the variable (the bundle copy of the snapshots is refreshed by the build).
+final class SnapshotTests: XCTestCase {
+    private static let sourceFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Snapshots")
+
+    private func assertSnapshot(_ actual: String, named name: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        if ProcessInfo.processInfo.environment["LINKCOND_UPDATE_SNAPSHOTS"] == "1" {
+            try FileManager.default.createDirectory(at: Self.sourceFolder, withIntermediateDirectories: true)
+            try Data(actual.utf8).write(to: Self.sourceFolder.appendingPathComponent(name))
+            return
+        }
+        guard let folder = Bundle.module.url(forResource: "Snapshots", withExtension: nil),
+            let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path)
+        else {
+            XCTFail("snapshot \(name) is missing; run with LINKCOND_UPDATE_SNAPSHOTS=1 to create it", file: file, line: line)
+            return
+        }
+        let expected = String(decoding: data, as: UTF8.self)
+        if expected != actual {
+            let expectedLines = expected.split(separator: "\n", omittingEmptySubsequences: false)
+            let actualLines = actual.split(separator: "\n", omittingEmptySubsequences: false)
+            let first = zip(expectedLines, actualLines).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(expectedLines.count, actualLines.count)
+            let shown = { (lines: [Substring]) in first < lines.count ? String(lines[first]) : "<end of file>" }
+            XCTFail(
+                "\(name) differs from its snapshot at line \(first + 1):\n  expected: \(shown(expectedLines))\n  actual:   \(shown(actualLines))\n"
+                    + "(LINKCOND_UPDATE_SNAPSHOTS=1 regenerates it)", file: file, line: line)
+        }
+    }
+
+    func testSummaryMarkdownSnapshot() throws {
+        try assertSnapshot(MarkdownWriter.render(ReportFixtures.tunnel()), named: "summary.md")
+    }
+
+    func testJUnitSnapshot() throws {
+        try assertSnapshot(JUnitWriter.render(ReportFixtures.tunnel()), named: "junit.xml")
+    }
+
+    func testHostileSummarySnapshot() throws {
+        try assertSnapshot(MarkdownWriter.render(ReportFixtures.hostileReport()), named: "hostile-summary.md")
+    }
+
+    func testHostileJUnitSnapshot() throws {
+        try assertSnapshot(JUnitWriter.render(ReportFixtures.hostileReport()), named: "hostile-junit.xml")
+    }
+}
