@@ -64,8 +64,10 @@ enum HTTPProbe {
                 return .invalid(start == bytes.count ? "connection closed without a response" : "connection closed inside the response head")
             }
             guard headEnd - start <= maximumHeadSize else { return .invalid("response head longer than \(maximumHeadSize) bytes") }
+            // "\r\n" is one Character in Swift: split on it and on a bare "\n". The head ends before the
+            // last line's "\n", so that line may keep its "\r".
             let lines = String(decoding: bytes[start..<headEnd], as: UTF8.self)
-                .split(separator: "\n", omittingEmptySubsequences: false)
+                .split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
                 .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
             guard let statusLine = lines.first, let (version, status, reason) = parseStatusLine(statusLine) else {
                 return .invalid("not an HTTP status line: '\(lines.first.map { String($0.prefix(80)) } ?? "")'")

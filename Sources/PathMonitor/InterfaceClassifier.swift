@@ -6,8 +6,9 @@ import RouteNetlink
 ///
 /// In order: loopback (flag or hardware type); sysfs (only when the monitor watches the process's own
 /// namespace, since `/sys/class/net` shows that namespace): `wireless`/`phy80211` means wifi,
-/// `DEVTYPE=wwan` means cellular; hardware types that only cellular modems use (raw IP, PPP);
-/// the name conventions (`wl*` wifi, `ww*` cellular, `en*`/`eth*` wired); then a plain Ethernet
+/// `DEVTYPE=wwan` means cellular; hardware types cellular modems use (raw IP, PPP — PPPoE and PPP VPNs
+/// count too, override them by name); the name conventions (`wl*` wifi, `ww*`/`rmnet*`/`usb*`
+/// cellular, `en*`/`eth*` wired); then a plain Ethernet
 /// hardware type means wired, anything else `other`. Overrides by name come first of all.
 public struct InterfaceClassifier: Sendable, Equatable {
     /// Types forced by interface name.

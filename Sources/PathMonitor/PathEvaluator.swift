@@ -69,7 +69,7 @@ public enum PathEvaluator {
             var link: Link
             var type: InterfaceType
             var metric: UInt32
-            var gateways: [(metric: UInt32, address: String)]
+            var gateways: [(metric: UInt32, family: UInt8, address: String)]
             var ipv4 = false
             var ipv6 = false
         }
@@ -81,13 +81,13 @@ public enum PathEvaluator {
         for (link, type) in nonLoopback {
             guard link.isUp else { continue }
             var stage = 1
-            if link.operationalState == .dormant { dormant = true }
+            if link.operationalState == .dormant && allowed(type) { dormant = true }
             let carrier = link.carrier && (link.operationalState == .up || link.operationalState == .unknown)
             if carrier {
                 stage = 2
                 let addresses = tables.addresses.filter {
                     $0.interfaceIndex == link.index && $0.scope == 0 && !$0.prefix.address.isLinkLocal
-                        && !$0.isTentative && $0.flags & UInt32(IFA_F_DADFAILED) == 0
+                        && (!$0.isTentative || $0.flags & UInt32(IFA_F_OPTIMISTIC) != 0) && $0.flags & UInt32(IFA_F_DADFAILED) == 0
                 }
                 if !addresses.isEmpty { stage = 3 }
                 for route in tables.routes
@@ -101,7 +101,7 @@ public enum PathEvaluator {
                     var entry = usable[link.index] ?? Usable(link: link, type: type, metric: metric, gateways: [])
                     entry.metric = min(entry.metric, metric)
                     if route.family == UInt8(AF_INET) { entry.ipv4 = true } else { entry.ipv6 = true }
-                    if let gateway = route.gateway { entry.gateways.append((metric, gateway.description)) }
+                    if let gateway = route.gateway { entry.gateways.append((metric, route.family, gateway.description)) }
                     usable[link.index] = entry
                 }
             }
@@ -131,10 +131,13 @@ public enum PathEvaluator {
         let supportsIPv4 = ordered.contains { $0.ipv4 }
         let supportsIPv6 = ordered.contains { $0.ipv6 }
         let supportsDNS = tables.dnsServers.contains { server in
-            if server.bytes.first == 127 || server.description == "::1" { return true }
+            if (server.isIPv4 && server.bytes[0] == 127) || server.description == "::1" { return true }
             return server.isIPv4 ? supportsIPv4 : supportsIPv6
         }
-        let gateways = ordered.flatMap { $0.gateways }.sorted { $0.metric < $1.metric }.map(\.address)
+        let gateways = ordered.enumerated()
+            .flatMap { rank, entry in entry.gateways.map { (metric: $0.metric, rank: rank, family: $0.family, address: $0.address) } }
+            .sorted { ($0.metric, $0.rank, $0.family, $0.address) < ($1.metric, $1.rank, $1.family, $1.address) }
+            .map(\.address)
         var seen = Set<String>()
         return NetworkPath(
             status: .satisfied,

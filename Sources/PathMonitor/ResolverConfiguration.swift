@@ -21,7 +21,8 @@ public struct ResolverConfiguration: Sendable, Equatable {
     /// Parses resolv.conf text. Comments start with `#` or `;`; keywords must start a line.
     public init(parsing text: String) {
         self.init()
-        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
+        // isNewline, not == "\n": "\r\n" is a single Character.
+        for line in text.split(whereSeparator: \.isNewline) {
             guard let first = line.first, first != "#", first != ";" else { continue }
             let content = line.split(whereSeparator: { $0 == "#" || $0 == ";" }).first ?? line[...]
             let words = content.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
