@@ -163,6 +163,14 @@ public struct Sandbox: Sendable {
             try routerLinks.setLink(T.routerServerInterface, up: true)
             try serverLinks.setLink(T.serverInterface, up: true)
 
+            // A link without carrier must not keep attracting traffic through its default route (the
+            // kernel's default is to keep using it); otherwise a handover to cellular would leave traffic
+            // going nowhere while the path says cellular.
+            for family in ["ipv4", "ipv6"] {
+                for scope in ["all", "default"] {
+                    try client.setSysctl("net.\(family).conf.\(scope).ignore_routes_with_linkdown", "1")
+                }
+            }
             try router.setSysctl("net.ipv4.ip_forward", "1")
             try router.setSysctl("net.ipv6.conf.all.forwarding", "1")
 

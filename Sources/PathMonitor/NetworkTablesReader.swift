@@ -13,35 +13,22 @@ struct NetworkTablesReader: Sendable {
 
     init(client: RouteNetlinkClient, namespace: NamedNamespace?) {
         self.client = client
-        if let namespace, access("\(namespace.etcPath)/resolv.conf", R_OK) == 0 {
-            resolvConfPath = "\(namespace.etcPath)/resolv.conf"
-        } else {
-            resolvConfPath = "/etc/resolv.conf"
-        }
+        resolvConfPath = ResolverConfiguration.path(for: namespace)
     }
 
     func read() throws(RouteNetlinkError) -> NetworkTables {
-        NetworkTables(links: try client.links(), addresses: try client.addresses(), routes: try client.routes(), dnsServers: nameservers())
+        NetworkTables(links: try client.links(), addresses: try client.addresses(), routes: try routes(), dnsServers: nameservers())
     }
 
+    /// The routes the evaluator looks at: default routes. (A namespace with thousands of prefix routes
+    /// would otherwise cost time on every event for nothing.)
     func routes() throws(RouteNetlinkError) -> [Route] {
-        try client.routes()
+        try client.routes().filter(NetworkTables.isRelevant)
     }
 
-    /// The `nameserver` lines of the resolv.conf.
+    /// The `nameserver` lines of the resolv.conf (as the prober reads them).
     func nameservers() -> [IPAddress] {
-        guard let file = fopen(resolvConfPath, "r") else { return [] }
-        defer { fclose(file) }
-        var servers: [IPAddress] = []
-        var line = [CChar](repeating: 0, count: 512)
-        while fgets(&line, 512, file) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
-            if words.count >= 2, words[0] == "nameserver", let address = IPAddress(String(words[1].split(separator: "%")[0])) {
-                servers.append(address)
-            }
-        }
-        return servers
+        ResolverConfiguration.load(path: resolvConfPath).nameservers
     }
 }
 
@@ -51,8 +38,13 @@ extension NetworkTables {
     enum Change {
         case none
         case link(interfaceStateChanged: Bool)
-        case address
+        case address(removed: Bool)
         case route
+    }
+
+    /// Only default routes can make a path; the rest are not kept.
+    static func isRelevant(_ route: Route) -> Bool {
+        route.isDefault
     }
 
     mutating func apply(_ message: NetlinkMessage) -> Change {
@@ -76,13 +68,13 @@ extension NetworkTables {
             } else {
                 addresses.append(address)
             }
-            return .address
+            return .address(removed: false)
         case Int(RTM_DELADDR):
             guard let address = try? InterfaceAddress.decode(message) else { return .none }
             addresses.removeAll { $0.interfaceIndex == address.interfaceIndex && $0.prefix == address.prefix }
-            return .address
+            return .address(removed: true)
         case Int(RTM_NEWROUTE):
-            guard let route = try? Route.decode(message) else { return .none }
+            guard let route = try? Route.decode(message), Self.isRelevant(route) else { return .none }
             if let position = routes.firstIndex(where: { Self.sameRoute($0, route) }) {
                 routes[position] = route
             } else {
@@ -90,7 +82,7 @@ extension NetworkTables {
             }
             return .route
         case Int(RTM_DELROUTE):
-            guard let route = try? Route.decode(message) else { return .none }
+            guard let route = try? Route.decode(message), Self.isRelevant(route) else { return .none }
             routes.removeAll { Self.sameRoute($0, route) }
             return .route
         default:

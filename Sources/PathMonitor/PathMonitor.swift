@@ -197,6 +197,11 @@ private final class MonitorLoop: @unchecked Sendable {
     let generation: UInt64
     var lastDelivered: NetworkPath
     var sequence: UInt64 = 1
+    /// Set when a full re-read failed (or a message could not be read): retried on the next wake-up.
+    var needsResync = false
+    /// A change that did not alter the status is published at the end of a burst, or after this long
+    /// into a burst, whichever comes first.
+    static let coalescingLimit: UInt64 = 5_000_000
 
     init(monitor: PathMonitor, listener: NetlinkListener, reader: NetworkTablesReader, tables: NetworkTables, generation: UInt64) {
         self.monitor = monitor
@@ -212,8 +217,11 @@ private final class MonitorLoop: @unchecked Sendable {
         while monitor.isCurrent(generation) {
             poller.revents = 0
             let ready = poll(&poller, 1, 100)
-            guard ready > 0 else { continue }
             let eventTime = PathMonitor.monotonicNanoseconds()
+            if needsResync {
+                resync(eventTime: eventTime)
+            }
+            guard ready > 0 else { continue }
             drain(eventTime: eventTime)
         }
     }
@@ -221,43 +229,64 @@ private final class MonitorLoop: @unchecked Sendable {
     /// Reads everything queued on the socket, applying and evaluating as it goes.
     private func drain(eventTime: UInt64) {
         var applied: UInt64 = 0
+        var lastPublished = eventTime
+        defer { monitor.count(events: applied) }
         while true {
             let messages: [NetlinkMessage]
             do {
                 messages = try listener.receive()
-            } catch where error.kind == .overrun {
+            } catch where error.kind == .system && (error.errno == EAGAIN || error.errno == EWOULDBLOCK) {
+                break  // the burst is over
+            } catch {
+                // ENOBUFS (notifications lost) or an unreadable message: the tables cannot be trusted.
+                monitor.count(events: applied)
+                applied = 0
                 resync(eventTime: eventTime)
                 return
-            } catch {
-                break  // EAGAIN: the burst is over
             }
             for message in messages {
                 applied += 1
-                switch tables.apply(message) {
-                case let .link(interfaceStateChanged) where interfaceStateChanged:
-                    // The kernel flushes IPv4 routes of a link that goes down without notifying: read them.
+                let change = tables.apply(message)
+                switch change {
+                case .none:
+                    continue
+                case .link(interfaceStateChanged: true), .address(removed: true):
+                    // The kernel flushes IPv4 routes of an interface that goes down or loses its last IPv4
+                    // address without notifying: read the routes again.
                     refreshRoutes()
-                default: break
+                default:
+                    break
                 }
                 let path = PathEvaluator.evaluate(tables, options: monitor.options)
-                if path.status != lastDelivered.status {
+                let now = PathMonitor.monotonicNanoseconds()
+                if path.status != lastDelivered.status || (path != lastDelivered && now - lastPublished > Self.coalescingLimit) {
                     publish(path, eventTime: eventTime)
+                    lastPublished = now
                 }
             }
         }
-        monitor.count(events: applied)
         let path = PathEvaluator.evaluate(tables, options: monitor.options)
         if path != lastDelivered { publish(path, eventTime: eventTime) }
     }
 
     private func refreshRoutes() {
-        if let routes = try? reader.routes() { tables.routes = routes }
+        do {
+            tables.routes = try reader.routes()
+        } catch {
+            needsResync = true
+        }
     }
 
     private func resync(eventTime: UInt64) {
         // Drop whatever is left in the socket, then read the truth in full.
         while (try? listener.receive()) != nil {}
-        if let fresh = try? reader.read() { tables = fresh }
+        do {
+            tables = try reader.read()
+            needsResync = false
+        } catch {
+            needsResync = true  // tried again on the next wake-up
+            return
+        }
         monitor.count(resyncs: 1)
         let path = PathEvaluator.evaluate(tables, options: monitor.options)
         if path != lastDelivered { publish(path, eventTime: eventTime) }

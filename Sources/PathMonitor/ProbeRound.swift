@@ -43,23 +43,35 @@ public struct NetworkProbeRound: ProbeRoundEngine {
 
     public func run(lastKnownAddress: IPAddress?, isCancelled: () -> Bool) -> [ProbeResult] {
         let timeout = max(0.001, settings.timeout)
+        // Step 1's time counts from here, so reading resolv.conf and opening sockets are inside the timeout.
+        let first = resolveAndConnect(lastKnownAddress: lastKnownAddress, deadline: ProbeClock.now() + timeout, isCancelled: isCancelled)
+        guard let target = first.resolved, !isCancelled() else { return first.results }
+        if let connection = first.connection, case .failure? = connection.result { return first.results }
+        return first.results + fetch(from: target, over: first.connection, deadline: ProbeClock.now() + timeout, isCancelled: isCancelled)
+    }
+
+    /// Step 1: the A query and the connect to the last known address, side by side until `deadline`.
+    /// Returns their results (in the order they ended), the address to fetch from (nil when DNS failed),
+    /// and the connection when it went to that address.
+    private func resolveAndConnect(
+        lastKnownAddress: IPAddress?, deadline: Double, isCancelled: () -> Bool
+    ) -> (results: [ProbeResult], resolved: IPAddress?, connection: ConnectAttempt?) {
         let literal = IPAddress(settings.host)
         let nameserver = literal == nil ? self.nameserver() : nil
         let connectTarget = literal ?? lastKnownAddress
         var results: [ProbeResult] = []
 
-        // Step 1: DNS and the connect to the known address, side by side.
         var kinds: [ProbeSocket.Kind] = []
         if let nameserver { kinds.append(.udp(nameserver)) }
         if let connectTarget { kinds.append(.tcp(connectTarget)) }
         var sockets: [ProbeSocket]
         switch ProbeSocket.open(kinds, in: namespace) {
         case .failure(let failure):
-            return [ProbeResult(kind: literal == nil ? .dns : .tcp, success: false, error: failure.text, time: PathMonitor.monotonicNanoseconds())]
+            let result = ProbeResult(kind: literal == nil ? .dns : .tcp, success: false, error: failure.text, time: PathMonitor.monotonicNanoseconds())
+            return ([result], nil, nil)
         case .success(let opened):
             sockets = opened
         }
-        let deadline = ProbeClock.now() + timeout
         var dns: DNSProbe.Exchange?
         if let nameserver {
             dns = DNSProbe.Exchange(
@@ -68,32 +80,26 @@ public struct NetworkProbeRound: ProbeRoundEngine {
         } else if literal == nil {
             results.append(ProbeResult(kind: .dns, success: false, error: "no nameserver", time: PathMonitor.monotonicNanoseconds()))
         }
-        var connect: ConnectAttempt?
-        if let connectTarget {
-            connect = ConnectAttempt(socket: sockets.removeFirst(), target: connectTarget, port: settings.port)
-        }
+        let connect = connectTarget.map { ConnectAttempt(socket: sockets.removeFirst(), target: $0, port: settings.port) }
+
         while !isCancelled() {
             let now = ProbeClock.now()
             dns?.sendIfDue(now: now)
             let dnsPending = dns?.isPending ?? false
-            let connectPending = connect?.isPending ?? false
-            var connectNeeded = connectPending
+            var connectNeeded = connect?.isPending ?? false
+            // Once DNS named another address, the connect to the old one no longer matters.
             if !dnsPending, case .success(let address)? = dns?.result, address != connectTarget { connectNeeded = false }
             if (!dnsPending && !connectNeeded) || now >= deadline { break }
             var fds: [(fd: Int32, events: Int16)] = []
             if let dns, dnsPending { fds.append((dns.socket.fd, Int16(POLLIN))) }
             if let connect, connectNeeded { fds.append((connect.socket.fd, Int16(POLLOUT))) }
-            let wake = dnsPending ? min(deadline, dns?.nextSend ?? deadline) : deadline
-            let revents = ProbeClock.wait(fds, until: wake)
-            var index = 0
-            if let dns, dnsPending {
-                if revents.count > index && revents[index] != 0 { dns.readAnswers() }
-                index += 1
-            }
-            if let connect, connectNeeded, revents.count > index, revents[index] != 0 { connect.complete() }
+            let revents = ProbeClock.wait(fds, until: dnsPending ? min(deadline, dns?.nextSend ?? deadline) : deadline)
+            if let dns, dnsPending, revents.first.map({ $0 != 0 }) == true { dns.readAnswers() }
+            if let connect, connectNeeded, revents.last.map({ $0 != 0 }) == true { connect.complete() }
         }
-        let expiry: ProbeFailure = isCancelled() ? .cancelled : .timedOut(after: timeout)
-        var resolved: IPAddress? = literal
+
+        let expiry: ProbeFailure = isCancelled() ? .cancelled : .timedOut(after: settings.timeout)
+        var resolved = literal
         if let dns {
             dns.expire(expiry)
             if case .success(let address)? = dns.result { resolved = address }
@@ -101,40 +107,41 @@ public struct NetworkProbeRound: ProbeRoundEngine {
         }
         // The connect counts when it went where the probe goes, or when DNS failed (it is then the only
         // evidence); a connect to an address DNS no longer gives is dropped.
-        if let attempt = connect, resolved == nil || resolved == attempt.target {
-            attempt.expire(expiry)
-            attempt.probeResult.map { results.append($0) }
-        } else {
-            connect = nil
+        var connection: ConnectAttempt?
+        if let connect, resolved == nil || resolved == connect.target {
+            connect.expire(expiry)
+            connect.probeResult.map { results.append($0) }
+            connection = connect
         }
         results.sort { $0.time < $1.time }
-        guard let target = resolved, !isCancelled() else { return results }
+        return (results, resolved, resolved == nil ? nil : connection)
+    }
 
-        // Step 2: the HTTP exchange, over the step-1 connection when it went to the resolved address.
-        let exchangeDeadline = ProbeClock.now() + timeout
-        let connection: ConnectAttempt
-        if let connect {
-            guard case .success? = connect.result else { return results }
-            connection = connect
+    /// Step 2: `GET path` from `target` over `connection` (established), or over a fresh connection made
+    /// here, all by `deadline`. Returns the fresh connect's result, if any, and the HTTP result.
+    private func fetch(from target: IPAddress, over connection: ConnectAttempt?, deadline: Double, isCancelled: () -> Bool) -> [ProbeResult] {
+        var results: [ProbeResult] = []
+        let established: ConnectAttempt
+        if let connection {
+            established = connection
         } else {
             switch ProbeSocket.open([.tcp(target)], in: namespace) {
             case .failure(let failure):
-                results.append(ProbeResult(kind: .tcp, success: false, address: target.description, error: failure.text, time: PathMonitor.monotonicNanoseconds()))
-                return results
+                return [ProbeResult(kind: .tcp, success: false, address: target.description, error: failure.text, time: PathMonitor.monotonicNanoseconds())]
             case .success(let opened):
-                connection = ConnectAttempt(socket: opened[0], target: target, port: settings.port)
+                established = ConnectAttempt(socket: opened[0], target: target, port: settings.port)
             }
-            while connection.isPending && !isCancelled() && ProbeClock.now() < exchangeDeadline {
-                let revents = ProbeClock.wait([(connection.socket.fd, Int16(POLLOUT))], until: exchangeDeadline)
-                if revents.first.map({ $0 != 0 }) == true { connection.complete() }
+            while established.isPending && !isCancelled() && ProbeClock.now() < deadline {
+                let revents = ProbeClock.wait([(established.socket.fd, Int16(POLLOUT))], until: deadline)
+                if revents.first.map({ $0 != 0 }) == true { established.complete() }
             }
-            connection.expire(isCancelled() ? .cancelled : .timedOut(after: timeout))
-            connection.probeResult.map { results.append($0) }
-            guard case .success? = connection.result, !isCancelled() else { return results }
+            established.expire(isCancelled() ? .cancelled : .timedOut(after: settings.timeout))
+            established.probeResult.map { results.append($0) }
+            guard case .success? = established.result, !isCancelled() else { return results }
         }
         let request = HTTPProbe.request(host: settings.host, path: settings.path, port: settings.port)
         let exchanged = HTTPProbe.exchange(
-            on: connection.socket, request: request, deadline: exchangeDeadline, timeout: timeout, isCancelled: isCancelled)
+            on: established.socket, request: request, deadline: deadline, timeout: settings.timeout, isCancelled: isCancelled)
         let now = PathMonitor.monotonicNanoseconds()
         switch exchanged {
         case .success(let (response, seconds)):

@@ -130,6 +130,7 @@ public final class ReachabilityProber: Sendable {
         let isCancelled = { [self] in !isCurrent(generation) }
         while !isCancelled() {
             let results = engine.run(lastKnownAddress: machine.lastKnownAddress, isCancelled: isCancelled)
+            let ended = ProbeClock.now()
             guard !isCancelled() else { return }
             let evaluation = machine.record(results)
             deliver(ReachabilityUpdate(
@@ -139,7 +140,8 @@ public final class ReachabilityProber: Sendable {
                 consecutiveFailures: evaluation.consecutiveFailures, nextRoundIn: evaluation.nextDelay,
                 time: PathMonitor.monotonicNanoseconds(), generation: generation, round: round))
             round += 1
-            let wake = ProbeClock.now() + evaluation.nextDelay
+            // The pause counts from the round's end, so judging and delivering take none of it.
+            let wake = ended + evaluation.nextDelay
             while !isCancelled() && ProbeClock.now() < wake {
                 _ = ProbeClock.wait([], until: wake, slice: 0.05)
             }

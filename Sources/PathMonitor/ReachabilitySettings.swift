@@ -80,27 +80,34 @@ public struct ReachabilitySettings: Sendable, Equatable {
         return min(delay, max(0, offlineBackoffMaximum))
     }
 
+    /// Seconds allowed per round, in the bounds, for what is not probing: judging and delivering a round
+    /// and the thread waking up on time. (Reading resolv.conf and opening sockets in the namespace happen
+    /// inside a round's ``timeout``, and the pause counts from the round's end.) 50 ms.
+    public static let roundAllowance = 0.05
+
     /// Worst-case seconds from the moment nothing gets through any more (100 % loss, a dead link) to the
-    /// update that says offline: ``failureThreshold`` × (``interval`` + ``timeout``). Defaults: 12 s.
+    /// update that says offline: ``failureThreshold`` × (``interval`` + ``timeout`` + ``roundAllowance``).
+    /// Defaults: 2 × (1 + 5 + 0.05) = 12.1 s.
     ///
     /// Worst case: the loss starts just after a round succeeded. Each of the ``failureThreshold`` failing
-    /// rounds then starts within ``interval`` of the previous one's end and fails within one ``timeout``
-    /// (the DNS query and the TCP connect run side by side under one timeout; without them the HTTP phase
-    /// never starts). A round already under way when the loss starts fails within one ``timeout`` of it,
-    /// which is sooner. ICMP errors (a dead link next hop) end rounds sooner still.
+    /// rounds then starts ``interval`` after the previous one's end and fails within one ``timeout`` of its
+    /// start (the DNS query and the TCP connect run side by side under one timeout; without them the HTTP
+    /// phase never starts). A round already under way when the loss starts fails within one ``timeout`` of
+    /// it, which is sooner. ICMP errors (an unreachable next hop) end rounds sooner still.
     public static func detectionBound(_ settings: ReachabilitySettings = ReachabilitySettings()) -> Double {
-        Double(settings.effectiveThreshold) * (max(0, settings.interval) + max(0, settings.timeout))
+        Double(settings.effectiveThreshold) * (max(0, settings.interval) + max(0, settings.timeout) + roundAllowance)
     }
 
     /// Worst-case seconds from the moment the path works again to the update that says online, when the
-    /// prober was offline: 2 × ``timeout`` + ``offlineBackoffMaximum``. Defaults: 14 s.
+    /// prober was offline: 2 × ``timeout`` + ``offlineBackoffMaximum`` + 2 × ``roundAllowance``.
+    /// Defaults: 5 + 4 + 5 + 0.1 = 14.1 s; typically the pause alone (≤ 4 s) plus a few RTTs.
     ///
     /// Worst case: the path comes back just after a round started whose first packets were lost. That round
     /// fails within one ``timeout`` (its DNS retransmissions and TCP's SYN retransmissions often rescue it
     /// sooner), the pause after it is at most ``offlineBackoffMaximum``, and the next round succeeds within
     /// one more ``timeout`` — on a working link it takes a few RTTs.
     public static func recoveryBound(_ settings: ReachabilitySettings = ReachabilitySettings()) -> Double {
-        2 * max(0, settings.timeout) + max(0, settings.offlineBackoffMaximum)
+        2 * (max(0, settings.timeout) + roundAllowance) + max(0, settings.offlineBackoffMaximum)
     }
 
     /// ``detectionBound(_:)`` for these settings.

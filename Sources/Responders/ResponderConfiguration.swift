@@ -8,7 +8,7 @@ public struct ResponderConfiguration: Sendable, Equatable {
     public var zone: String
     /// The address returned for A queries. Default `198.19.0.2`.
     public var ipv4Address: String
-    /// The address returned for AAAA queries. Default `2001:2:0:10::2`.
+    /// The address returned for AAAA queries. Default `2001:2:0:100::2`.
     public var ipv6Address: String
     /// TCP port of the HTTP probe endpoint (`/generate_204`). Default 80.
     public var httpPort: UInt16
@@ -37,7 +37,7 @@ public struct ResponderConfiguration: Sendable, Equatable {
     public init(
         zone: String = ResponderConfiguration.defaultZone,
         ipv4Address: String = "198.19.0.2",
-        ipv6Address: String = "2001:2:0:10::2",
+        ipv6Address: String = "2001:2:0:100::2",
         httpPort: UInt16 = 80,
         echoPort: UInt16 = 7,
         dnsPort: UInt16 = 53,

@@ -62,13 +62,7 @@ public enum ScenarioRunner {
     /// Runs `scenario`. Throws only when the run cannot start (no sandbox, bad report directory…);
     /// failed expectations are in the outcome, not thrown.
     public static func run(_ scenario: Scenario, options: ScenarioRunOptions) throws -> ScenarioOutcome {
-        var settings = ReachabilitySettings()
-        if let probe = scenario.probe {
-            if let interval = probe.interval { settings.interval = Double(interval) / 1e9 }
-            if let timeout = probe.timeout { settings.timeout = Double(timeout) / 1e9 }
-            if let threshold = probe.failureThreshold { settings.failureThreshold = threshold }
-            if let backoff = probe.backoffMax { settings.offlineBackoffMaximum = Double(backoff) / 1e9 }
-        }
+        let settings = scenario.probeSettings()
         let startedAt = ISO8601DateFormatter().string(from: Date())
         let lab = try LinkLab.open(
             LinkLab.Options(

@@ -5,7 +5,7 @@ final class DNSZoneTests: XCTestCase {
     let zone = DNSZone(
         apex: DNSName("linkcond.test")!,
         ipv4Address: [198, 19, 0, 2],
-        ipv6Address: [0x20, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x02],
+        ipv6Address: [0x20, 0x01, 0x00, 0x02, 0x00, 0x00, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0x02],
         ttl: 5
     )
 
