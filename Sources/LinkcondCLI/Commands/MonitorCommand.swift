@@ -22,10 +22,11 @@ enum MonitorCommand {
         try monitor.start(queue: output) { update in
             emit(lane: "path", json: json, origin: origin, time: update.time, line: (update.isBaseline ? "baseline " : "") + update.path.summary, object: update)
         }
-        try MonitorProbing.startIfRequested(parsed, namespace: namespace, queue: output, json: json, origin: origin)
+        let prober = try MonitorProbing.startIfRequested(parsed, namespace: namespace, queue: output, json: json, origin: origin)
         // Runs until Ctrl-C / SIGTERM.
         Interrupts.install()
         while !Interrupts.received { usleep(50_000) }
+        prober?.cancel()
         monitor.cancel()
         return 0
     }
@@ -45,7 +46,7 @@ enum MonitorCommand {
                 Output.print(String(decoding: data, as: UTF8.self))
             }
         } else {
-            Output.print(String(format: "%9.3fs  %-12@ %@", seconds, lane as NSString, line as NSString))
+            Output.print(String(format: "%9.3fs  ", seconds) + lane.padding(toLength: 13, withPad: " ", startingAt: 0) + line)
         }
     }
 
@@ -58,8 +59,19 @@ enum MonitorCommand {
 
 /// `--probe`: the reachability prober next to the path monitor.
 enum MonitorProbing {
-    static func startIfRequested(_ parsed: ParsedCommand, namespace: NamedNamespace?, queue: DispatchQueue, json: Bool, origin: UInt64) throws {
-        guard parsed.flag("probe") else { return }
-        throw CommandFailure("--probe is not available in this build")
+    static func startIfRequested(_ parsed: ParsedCommand, namespace: NamedNamespace?, queue: DispatchQueue, json: Bool, origin: UInt64) throws -> ReachabilityProber? {
+        guard parsed.flag("probe") else { return nil }
+        let prober = ReachabilityProber(namespace: namespace, settings: ReachabilitySettings())
+        prober.start(queue: queue) { update in
+            var line = "\(update.state)"
+            if update.isStateChange { line += " (was \(update.previousState))" }
+            line += ", quality \(update.quality)"
+            if let rtt = update.medianRTT { line += String(format: ", rtt %.1f ms", rtt * 1000) }
+            line += String(format: ", loss %.0f%%", update.lossFraction * 100)
+            let failures = update.results.filter { !$0.success }.map { "\($0.kind): \($0.error ?? "failed")" }
+            if !failures.isEmpty { line += " — " + failures.joined(separator: "; ") }
+            MonitorCommand.emit(lane: "reachability", json: json, origin: origin, time: update.time, line: line, object: update)
+        }
+        return prober
     }
 }
