@@ -39,6 +39,9 @@ let package = Package(
                 "Scenarios", "Timeline", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "Netlink",
             ]),
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
+        .executableTarget(
+            name: "linkcond-bench",
+            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink"]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "CMnl"]),
         .testTarget(

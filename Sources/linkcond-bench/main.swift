@@ -1,0 +1,221 @@
+// linkcond-bench: linkcond's own netlink paths against the iproute2 commands peers run for the same
+// change, in one run, in a throwaway namespace. Prints a table of medians and 95th percentiles.
+//
+//   sudo .build/release/linkcond-bench [iterations]
+//
+// Nothing outside the namespace lc-bench-PID is touched; it is removed at the end.
+import Conditioning
+import Netlink
+import Foundation
+import Glibc
+import NetNamespace
+import PathMonitor
+import RouteNetlink
+
+func now() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+struct Row {
+    let operation: String
+    let ours: [Double]
+    let peer: [Double]
+    let peerName: String
+}
+
+func percentile(_ values: [Double], _ fraction: Double) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction + 0.5))]
+}
+
+/// Runs a command with posix_spawn (the cheapest way a peer tool can run `ip`/`tc`) and waits for it;
+/// returns its exit status. Output goes to `stdout` when given, else to /dev/null.
+func runProcess(_ arguments: [String], stdout: FileHandle? = nil) -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    if let stdout {
+        posix_spawn_file_actions_adddup2(&actions, stdout.fileDescriptor, 1)
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    }
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    let argv = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return -1 }
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return status
+}
+
+func time(_ body: () throws -> Void) rethrows -> Double {
+    let start = now()
+    try body()
+    return Double(now() - start) / 1000
+}
+
+guard geteuid() == 0 else {
+    FileHandle.standardError.write(Data("linkcond-bench: needs root (it creates a throwaway network namespace)\n".utf8))
+    exit(1)
+}
+let iterations = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100 : 100
+let name = "lc-bench-\(getpid())"
+let ip = "/usr/sbin/ip", tc = "/usr/sbin/tc"
+let namespace = try NamedNamespace.create(name)
+defer { try? namespace.delete() }
+let client = RouteNetlinkClient(connection: try namespace.openNetlinkConnection(), namespace: name)
+try client.setLink("lo", up: true)
+try client.createVeth(name: "b0", index: 10, peerName: "b1", peerIndex: 11)
+try client.setLink("b0", up: true)
+try client.setLink("b1", up: true)
+try client.addAddress(IPPrefix("198.18.200.1/24")!, to: "b0")
+try client.addRoute(destination: nil, gateway: IPAddress("198.18.200.2")!, interface: "b0", metric: 10)
+
+var rows: [Row] = []
+
+// 1. One link change: `ip link set` as a process versus one netlink request.
+do {
+    var ours: [Double] = []
+    var peer: [Double] = []
+    for index in 0..<iterations {
+        let up = index % 2 == 1
+        ours.append(try time { try client.setLink("b1", up: up) })
+        peer.append(time { _ = runProcess([ip, "-n", name, "link", "set", "dev", "b1", up ? "up" : "down"]) })
+    }
+    try client.setLink("b1", up: true)
+    rows.append(Row(operation: "link set down/up", ours: ours, peer: peer, peerName: "ip link set"))
+}
+
+// 2. Installing conditions: netem when the kernel has it (else pfifo), replace in place.
+let hasNetem = (try? client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "netem") {
+    NetemParameters().encode(into: $0, clock: .current())
+}) != nil
+do {
+    var ours: [Double] = []
+    var peer: [Double] = []
+    let clock = PacketSchedulerClock.current()
+    for index in 0..<iterations {
+        let delayMs = 10 + index % 50
+        if hasNetem {
+            var parameters = NetemParameters()
+            parameters.delay = UInt64(delayMs) * 1_000_000
+            parameters.rate = 30_000
+            parameters.loss = NetemProbability.scaled(0.01)
+            ours.append(try time {
+                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "netem") {
+                    parameters.encode(into: $0, clock: clock)
+                }
+            })
+            peer.append(time {
+                _ = runProcess([tc, "-n", name, "qdisc", "replace", "dev", "b0", "root", "handle", "1:", "netem",
+                                "delay", "\(delayMs)ms", "loss", "1%", "rate", "240kbit"])
+            })
+        } else {
+            let limit = UInt32(100 + index)
+            ours.append(try time {
+                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "pfifo") { message in
+                    message.put(UInt16(2), structure: limit)  // TCA_OPTIONS: struct tc_fifo_qopt { __u32 limit; }
+                }
+            })
+            peer.append(time {
+                _ = runProcess([tc, "-n", name, "qdisc", "replace", "dev", "b0", "root", "handle", "1:", "pfifo", "limit", "\(limit)"])
+            })
+        }
+    }
+    rows.append(Row(operation: hasNetem ? "qdisc replace (netem)" : "qdisc replace (pfifo; no netem here)", ours: ours, peer: peer, peerName: "tc qdisc replace"))
+}
+
+// 3. Reading conditions back: one dump, decoded, versus `tc -s -j qdisc show` parsed as JSON.
+do {
+    var ours: [Double] = []
+    var peer: [Double] = []
+    for _ in 0..<iterations {
+        ours.append(try time { _ = try client.qdiscs() })
+        peer.append(time {
+            let pipe = Pipe()
+            _ = runProcess([tc, "-n", name, "-s", "-j", "qdisc", "show"], stdout: pipe.fileHandleForWriting)
+            try? pipe.fileHandleForWriting.close()
+            _ = try? JSONSerialization.jsonObject(with: pipe.fileHandleForReading.readDataToEndOfFile())
+        })
+    }
+    rows.append(Row(operation: "read qdiscs back", ours: ours, peer: peer, peerName: "tc -s -j qdisc show"))
+}
+
+// 4. Seeing a carrier loss: the path monitor's update versus the first line of `ip monitor link`.
+do {
+    let router = "lc-bench-r-\(getpid())"
+    let routerNamespace = try NamedNamespace.create(router)
+    defer { try? routerNamespace.delete() }
+    let routerClient = RouteNetlinkClient(connection: try routerNamespace.openNetlinkConnection(), namespace: router)
+    let descriptor = open(namespace.path, O_RDONLY | O_CLOEXEC)
+    try routerClient.createVeth(name: "w0", index: 20, in: NamespaceDescriptor(fileDescriptor: descriptor, name: name), peerName: "c0", peerIndex: 21)
+    close(descriptor)
+    try routerClient.setLink("c0", up: true)
+    try client.setLink("w0", up: true)
+    try client.addAddress(IPPrefix("198.18.201.2/24")!, to: "w0")
+    try client.deleteRoute(destination: nil, gateway: IPAddress("198.18.200.2")!, interface: "b0", metric: 10)
+    try client.addRoute(destination: nil, gateway: IPAddress("198.18.201.1")!, interface: "w0", metric: 10)
+    let monitor = PathMonitor(namespace: namespace)
+    let latest = NSLock()
+    nonisolated(unsafe) var seen: [UInt64] = []
+    try monitor.start { update in
+        latest.lock()
+        seen.append(update.eventTime)
+        latest.unlock()
+    }
+    usleep(200_000)
+    var ours: [Double] = []
+    var peer: [Double] = []
+    for index in 0..<min(iterations, 60) {
+        let up = index % 2 == 1
+        latest.lock(); seen.removeAll(); latest.unlock()
+        let start = now()
+        try routerClient.setLink("c0", up: up)
+        var deadline = 0
+        while deadline < 2000 {
+            latest.lock(); let first = seen.first; latest.unlock()
+            if let first { ours.append(Double(first > start ? first - start : 0) / 1000); break }
+            usleep(100)
+            deadline += 1
+        }
+        // ip monitor: start it, change the link, time the first line it prints.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ip)
+        process.arguments = ["-n", name, "monitor", "link"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        usleep(50_000)
+        let peerStart = now()
+        try routerClient.setLink("c0", up: !up)
+        _ = pipe.fileHandleForReading.availableData
+        peer.append(Double(now() - peerStart) / 1000)
+        process.terminate()
+        process.waitUntilExit()
+        try routerClient.setLink("c0", up: up)
+        usleep(20_000)
+    }
+    monitor.cancel()
+    rows.append(Row(operation: "see a carrier loss", ours: ours, peer: peer, peerName: "ip monitor link"))
+}
+
+func format(_ microseconds: Double) -> String {
+    microseconds >= 1000 ? String(format: "%8.2f ms", microseconds / 1000) : String(format: "%8.1f µs", microseconds)
+}
+
+print("linkcond-bench: \(iterations) iterations, kernel \(ProcessInfo.processInfo.operatingSystemVersionString)")
+print("")
+let header = "operation".padding(toLength: 38, withPad: " ", startingAt: 0) + "   linkcond median      p95    " + "peer".padding(toLength: 22, withPad: " ", startingAt: 0) + "  median       p95    speedup"
+print(header)
+print(String(repeating: "-", count: header.count))
+for row in rows {
+    let oursMedian = percentile(row.ours, 0.5)
+    let peerMedian = percentile(row.peer, 0.5)
+    print(row.operation.padding(toLength: 38, withPad: " ", startingAt: 0) + "   " + format(oursMedian) + " " + format(percentile(row.ours, 0.95))
+        + "    " + row.peerName.padding(toLength: 22, withPad: " ", startingAt: 0) + " " + format(peerMedian) + " " + format(percentile(row.peer, 0.95))
+        + String(format: "   %6.1fx", peerMedian / oursMedian))
+}
