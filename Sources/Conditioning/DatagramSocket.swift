@@ -13,8 +13,13 @@ final class DatagramSocket: @unchecked Sendable {
         guard fd >= 0 else { throw .namespace(.system(operation: "open a UDP socket", errno: errno)) }
         self.family = family
         var size: Int32 = 4 << 20
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        // The FORCE variants (root) pass over net.core.rmem_max, which caps the plain ones at a few hundred KB.
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
     }
 
     deinit { close(fd) }
@@ -58,6 +63,16 @@ final class DatagramSocket: @unchecked Sendable {
         }
         guard received >= 0 else { return nil }
         return (Array(buffer.prefix(received)), source)
+    }
+
+    /// Waits up to `timeout` seconds for a datagram and returns its length, reading it into `buffer`
+    /// (reused across calls, so a fast receiver does not allocate per packet). `MSG_TRUNC` makes the length
+    /// the datagram's own even when the buffer is smaller.
+    func receiveLength(timeout: Double, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(max(0, timeout * 1000))) > 0 else { return nil }
+        let received = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_TRUNC))
+        return received >= 0 ? received : nil
     }
 
     func reply(_ bytes: [UInt8], to source: sockaddr_storage) {

@@ -127,13 +127,15 @@ public struct LinkMeasurement: Sendable {
         let counter = Mutex((received: 0, bytes: 0, first: 0.0, last: 0.0))
         let done = Atomic<Bool>(false)
         let receiving = Thread {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
+            defer { buffer.deallocate() }
             while !done.load(ordering: .relaxed) {
-                guard let (bytes, _) = receiver.receive(timeout: 0.05, capacity: 65_536) else { continue }
+                guard let length = receiver.receiveLength(timeout: 0.05, into: buffer) else { continue }
                 let now = monotonicSeconds()
                 counter.withLock { state in
                     if state.received == 0 { state.first = now }
                     state.received += 1
-                    state.bytes += bytes.count + headerBytes
+                    state.bytes += length + headerBytes
                     state.last = now
                 }
             }

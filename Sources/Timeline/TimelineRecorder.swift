@@ -110,8 +110,8 @@ public enum TimelineClock {
     }
 }
 
-/// Reads an `events.jsonl` back. A last line cut short by a crash is skipped, not fatal; any other
-/// unreadable line is reported with its line number.
+/// Reads an `events.jsonl` back, in time order. A last line cut short by a crash is skipped, not fatal;
+/// any other unreadable line is reported with its line number.
 public enum TimelineReader {
     public struct Result: Sendable {
         public var events: [TimelineEvent]
@@ -138,6 +138,10 @@ public enum TimelineReader {
                 }
             }
         }
-        return Result(events: events, truncatedTail: truncated)
+        // The file is in the order events were recorded; an event stamped with the time its cause was
+        // seen (a kernel notification read a moment before it was recorded) can sit after a later one.
+        // Readers get them in time order, ties kept in file order.
+        let ordered = events.enumerated().sorted { ($0.element.t, $0.offset) < ($1.element.t, $1.offset) }.map(\.element)
+        return Result(events: ordered, truncatedTail: truncated)
     }
 }

@@ -934,7 +934,11 @@ extension NetemTestCase {
     /// Applies a catalog profile to a fresh sandbox and checks everything: tc read-back, round trip, loss and
     /// throughput each way. Prints the measurement table.
     func measureProfile(named name: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let profile = try catalog().profile(named: name)
+        try measureProfile(try catalog().profile(named: name), file: file, line: line)
+    }
+
+    /// ``measureProfile(named:file:line:)`` for a profile made in code.
+    func measureProfile(_ profile: Profile, file: StaticString = #filePath, line: UInt = #line) throws {
         let measured = try makeMeasuredSandbox()
         let baseline = try baseline(measured)
         let table = NetemTable("profile \(profile.name)")
@@ -964,6 +968,9 @@ extension ExpectedNetem {
         if delay > 0 || jitter > 0 { words.append(jitter > 0 ? "\(NetemFormat.ms(delay))±\(NetemFormat.ms(jitter))" : NetemFormat.ms(delay)) }
         if case let .random(probability, correlation)? = conditions.loss, probability > 0 {
             words.append("loss \(NetemFormat.percent(probability))" + (correlation > 0 ? " corr \(NetemFormat.percent(correlation))" : ""))
+        }
+        if case let .gilbertElliott(p, r, _, _)? = conditions.loss {
+            words.append("gemodel p \(NetemFormat.percent(p)) r \(NetemFormat.percent(r))")
         }
         if let rate = conditions.rate { words.append(NetemFormat.rate(Double(rate))) }
         words.append("limit \(conditions.queueLimit ?? NetemMapping.derivedQueueLimit(for: conditions, extraDelay: extraDelay))")

@@ -6,14 +6,17 @@ public enum NetemMapping {
     /// The queue limit used when a profile does not set one: large enough that the bandwidth-delay
     /// product never tail-drops (netem's default of 1000 packets silently does at high rate × delay).
     ///
-    /// With a rate: four times the bandwidth-delay product in 1500-byte packets (delay + jitter + slot
-    /// wait), at least 1000. Without one: the product at 1 Gbit/s, at least 1000, at most 100 000.
+    /// The bandwidth-delay product (delay + jitter + slot wait, at the profile's rate, or 1 Gbit/s without
+    /// one) counted in 64-byte packets with 25% headroom, or four times it in 1500-byte packets, whichever
+    /// is larger; at least 1000 (netem's default), at most 100 000.
     public static func derivedQueueLimit(for conditions: LinkConditions, extraDelay: UInt64 = 0) -> UInt32 {
         let wait = Double(conditions.delay + conditions.jitter + extraDelay + (conditions.slot?.maxDelay ?? 0)) / 1e9
-        let bitsPerSecond = Double(conditions.rate ?? 1_000_000_000)
-        let packets = (bitsPerSecond / 8 * wait / 1500).rounded(.up)
-        let factor: Double = conditions.rate == nil ? 1 : 4
-        return UInt32(min(max(1000, packets * factor), 100_000))
+        let bytesInFlight = Double(conditions.rate ?? 1_000_000_000) / 8 * wait
+        // The limit counts packets, not bytes: small packets (64-byte frames, e.g. ACKs or probes) fill it
+        // fastest. Size it for those, with headroom, and never below four full-size products.
+        let smallPackets = (bytesInFlight / 64 * 1.25).rounded(.up)
+        let fullPackets = (bytesInFlight / 1500 * 4).rounded(.up)
+        return UInt32(min(max(1000, smallPackets, fullPackets), 100_000))
     }
 
     /// The netem parameters for `conditions`, with `extraDelay` nanoseconds added (the DNS branch).
@@ -33,9 +36,16 @@ public enum NetemMapping {
         }
         switch conditions.loss {
         case nil: break
-        case let .random(probability, correlation)?:
+        case let .random(probability, correlation)? where correlation > 0 && probability < 1:
+            // netem's correlated random numbers (get_crandom) pull towards the middle, so "loss 3% 25%"
+            // drops about 0.03%. The same intent — mean loss P, each loss making the next one likelier by
+            // the correlation c — is the simple Gilbert model p = (1-c)P, r = (1-c)(1-P), with every
+            // packet lost in the bad state and none in the good one; its stationary loss is exactly P.
+            parameters.lossModel = .gilbertElliott(
+                p: NetemProbability.scaled((1 - correlation) * probability),
+                r: NetemProbability.scaled((1 - correlation) * (1 - probability)), h: 0, k1: 0)
+        case let .random(probability, _)?:
             parameters.loss = NetemProbability.scaled(probability)
-            parameters.lossCorrelation = NetemProbability.scaled(correlation)
         case let .gilbertElliott(p, r, oneMinusH, oneMinusK)?:
             // As tc: the wire carries h = 1 - (1-h), computed from the top of the range, and 1-k as is.
             parameters.lossModel = .gilbertElliott(
