@@ -37,6 +37,7 @@ let package = Package(
             name: "LinkcondCLI",
             dependencies: [
                 "Scenarios", "Timeline", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "Netlink",
+                "JSONDocument",
             ]),
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
         .executableTarget(
@@ -52,7 +53,7 @@ let package = Package(
         .testTarget(name: "RespondersTests", dependencies: ["Responders"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ConditioningTests", dependencies: ["Conditioning", "RouteNetlink", "JSONDocument"]),
-        .testTarget(name: "CLITests", dependencies: ["LinkcondCLI"]),
+        .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "JSONDocument"]),
         .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "Netlink"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Conditioning"]),

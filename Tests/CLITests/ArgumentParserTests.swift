@@ -1,3 +1,4 @@
+import JSONDocument
 import XCTest
 
 @testable import LinkcondCLI
@@ -470,13 +471,11 @@ final class ArgumentParserTests: XCTestCase {
 
     // MARK: - Edit distance
 
-    func testEditDistance() {
-        XCTAssertEqual(EditDistance.distance("name", "name"), 0)
-        XCTAssertEqual(EditDistance.distance("nmae", "name"), 1)
-        XCTAssertEqual(EditDistance.distance("kitten", "sitting"), 3)
-        XCTAssertEqual(EditDistance.distance("", "abc"), 3)
-        XCTAssertEqual(EditDistance.closest(to: "stauts", in: ["up", "down", "status"]), "status")
-        XCTAssertEqual(EditDistance.closest(to: "frob", in: ["up", "down", "status"]), nil)
-        XCTAssertEqual(EditDistance.closest(to: "js", in: ["json"]), nil)
+    /// The parser's suggestions come from JSONDocument's `Suggestions` (one edit-distance for all of linkcond).
+    func testSuggestions() {
+        XCTAssertEqual(Suggestions.editDistance("nmae", "name"), 1)
+        XCTAssertEqual(Suggestions.closest(to: "stauts", in: ["up", "down", "status"]), "status")
+        XCTAssertEqual(Suggestions.closest(to: "frob", in: ["up", "down", "status"]), nil)
+        XCTAssertEqual(Suggestions.closest(to: "js", in: ["json"]), nil)
     }
 }

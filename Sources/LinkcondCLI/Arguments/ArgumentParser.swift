@@ -1,3 +1,4 @@
+import JSONDocument
 extension CommandSpec {
     /// Parses a command line (without the program name) against this command tree.
     ///
@@ -92,7 +93,7 @@ struct ArgumentParser {
                     try helpPath()
                     return
                 } else {
-                    let suggestion = EditDistance.closest(to: argument, in: command.subcommands.map(\.name))
+                    let suggestion = Suggestions.closest(to: argument, in: command.subcommands.map(\.name))
                     throw .unknownCommand(argument, suggestion: suggestion, path: path)
                 }
             } else {
@@ -113,7 +114,7 @@ struct ArgumentParser {
             } else if command.subcommands.isEmpty {
                 throw .unexpectedArgument(name, passthrough: false, path: path)
             } else {
-                let suggestion = EditDistance.closest(to: name, in: command.subcommands.map(\.name))
+                let suggestion = Suggestions.closest(to: name, in: command.subcommands.map(\.name))
                 throw .unknownCommand(name, suggestion: suggestion, path: path)
             }
         }
@@ -125,7 +126,7 @@ struct ArgumentParser {
         let inlineValue = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
         let spelled = "--" + name
         guard let option = command.option(named: name) else {
-            let suggestion = EditDistance.closest(to: name, in: command.options.map(\.name)).map { "--" + $0 }
+            let suggestion = Suggestions.closest(to: name, in: command.options.map(\.name)).map { "--" + $0 }
             throw .unknownOption(
                 spelled, suggestion: suggestion, ownerPath: ownerPath(ofOption: name), path: path)
         }

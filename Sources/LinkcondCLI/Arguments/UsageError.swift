@@ -1,3 +1,4 @@
+import JSONDocument
 /// A mistake on the command line: what is wrong, how to fix it, and which command it concerns.
 ///
 /// `description` reads `unknown option '--nmae' for 'linkcond up'; did you mean '--name'?`. The caller
@@ -69,7 +70,7 @@ extension UsageError {
     static func invalidChoice(_ value: String, option: OptionSpec, allowed: [String], path: [String])
         -> UsageError
     {
-        let suggestion = EditDistance.closest(to: value, in: allowed)
+        let suggestion = Suggestions.closest(to: value, in: allowed)
         let hint = suggestion.map { "did you mean '\($0)'?" } ?? "got '\(value)'"
         return UsageError(
             "'--\(option.name)' must be one of: \(allowed.joined(separator: ", "))", hint: hint,
