@@ -145,28 +145,11 @@ public enum ScenarioParser {
     }
 
     static func read(_ path: String) throws(ScenarioError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw unreadable(path) }
-        defer { close(fd) }
-        var contents: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw unreadable(path)
-            }
-            if count == 0 { return contents }
-            contents.append(contentsOf: buffer[0..<count])
-            if contents.count > maximumSize {
-                throw ScenarioError(
-                    .unreadable, file: path, problem: "the file is larger than 1 MiB", expected: "a scenario file")
-            }
+        do {
+            return try DocumentFile.read(path, maximumSize: maximumSize)
+        } catch {
+            throw ScenarioError(.unreadable, file: path, problem: error.problem, expected: "a scenario file")
         }
-    }
-
-    private static func unreadable(_ path: String) -> ScenarioError {
-        ScenarioError(.unreadable, file: path, problem: "cannot read the file: " + String(cString: strerror(errno)))
     }
 }
 
