@@ -6,6 +6,8 @@ public enum DocumentFile {
     /// Why a file could not be read, in words ("cannot read the file: No such file or directory").
     public struct ReadError: Error, Sendable, Equatable {
         public var problem: String
+        /// True when the file was readable but larger than allowed.
+        public var tooLarge = false
     }
 
     /// The contents of `path`, at most `maximumSize` bytes.
@@ -24,7 +26,9 @@ public enum DocumentFile {
             if count == 0 { return contents }
             contents.append(contentsOf: buffer[0..<count])
             if contents.count > maximumSize {
-                throw ReadError(problem: "the file is larger than \(maximumSize >= 1 << 20 ? "\(maximumSize >> 20) MiB" : "\(maximumSize) bytes")")
+                throw ReadError(
+                    problem: "the file is larger than \(maximumSize >= 1 << 20 ? "\(maximumSize >> 20) MiB" : "\(maximumSize) bytes")",
+                    tooLarge: true)
             }
         }
     }

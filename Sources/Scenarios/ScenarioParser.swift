@@ -148,7 +148,7 @@ public enum ScenarioParser {
         do {
             return try DocumentFile.read(path, maximumSize: maximumSize)
         } catch {
-            throw ScenarioError(.unreadable, file: path, problem: error.problem, expected: "a scenario file")
+            throw ScenarioError(.unreadable, file: path, problem: error.problem, expected: error.tooLarge ? "a scenario file" : nil)
         }
     }
 }

@@ -146,7 +146,7 @@ enum ProfileFiles {
         do {
             return try DocumentFile.read(path, maximumSize: maximumSize)
         } catch {
-            throw ProfileError(.unreadable, file: path, problem: error.problem, expected: "a profile file")
+            throw ProfileError(.unreadable, file: path, problem: error.problem, expected: error.tooLarge ? "a profile file" : nil)
         }
     }
 
