@@ -35,19 +35,13 @@ public final class PathMonitor: Sendable {
         public var resyncs: UInt64 = 0
     }
 
-    private struct Subscriber {
-        let id: UInt64
-        let continuation: AsyncStream<PathUpdate>.Continuation
-    }
-
     private struct State: ~Copyable {
         var generation: UInt64 = 0
         var running = false
         var handler: (@Sendable (PathUpdate) -> Void)?
         var queue: DispatchQueue?
         var last: PathUpdate?
-        var subscribers: [Subscriber] = []
-        var nextSubscriber: UInt64 = 0
+        var subscribers = UpdateSubscribers<PathUpdate>()
         var statistics = Statistics()
     }
 
@@ -126,30 +120,23 @@ public final class PathMonitor: Sendable {
     /// Stops the monitor. No update is delivered after `cancel` returns (updates already queued are
     /// dropped when they come up). The monitor can be started again.
     public func cancel() {
-        let subscribers = state.withLock { (state: inout State) -> [Subscriber] in
+        let subscribers = state.withLock { (state: inout State) -> [AsyncStream<PathUpdate>.Continuation] in
             state.running = false
             state.handler = nil
-            let subscribers = state.subscribers
-            state.subscribers = []
-            return subscribers
+            return state.subscribers.removeAll()
         }
-        for subscriber in subscribers { subscriber.continuation.finish() }
+        for subscriber in subscribers { subscriber.finish() }
     }
 
     /// An `AsyncSequence` of updates. It starts with the latest update (so a late subscriber learns the
     /// current path at once), keeps the newest 64 when the consumer falls behind, and ends on `cancel`.
     public func updates() -> AsyncStream<PathUpdate> {
-        let (stream, continuation) = AsyncStream<PathUpdate>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        let id = state.withLock { (state: inout State) -> UInt64 in
-            state.nextSubscriber += 1
-            state.subscribers.append(Subscriber(id: state.nextSubscriber, continuation: continuation))
-            if let last = state.last { continuation.yield(last) }
-            return state.nextSubscriber
+        let bufferSize = 64
+        return state.withLock { state in
+            state.subscribers.add(latest: state.last, bufferSize: bufferSize) { [weak self] id in
+                self?.state.withLock { $0.subscribers.remove(id) }
+            }
         }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { $0.subscribers.removeAll { $0.id == id } }
-        }
-        return stream
     }
 
     /// True while `generation` is the running one.
@@ -165,14 +152,14 @@ public final class PathMonitor: Sendable {
     }
 
     func deliver(_ update: PathUpdate) {
-        let target = state.withLock { (state: inout State) -> (DispatchQueue?, (@Sendable (PathUpdate) -> Void)?, [Subscriber])? in
+        let target = state.withLock { (state: inout State) -> (DispatchQueue?, (@Sendable (PathUpdate) -> Void)?, [AsyncStream<PathUpdate>.Continuation])? in
             guard state.running, state.generation == update.generation else { return nil }
             state.last = update
             state.statistics.updates += 1
-            return (state.queue, state.handler, state.subscribers)
+            return (state.queue, state.handler, state.subscribers.continuations)
         }
         guard let (queue, handler, subscribers) = target else { return }
-        for subscriber in subscribers { subscriber.continuation.yield(update) }
+        for subscriber in subscribers { subscriber.yield(update) }
         if let queue, let handler {
             queue.async { [self] in
                 // Checked again on the queue: a cancel or restart in between drops the update.

@@ -20,11 +20,6 @@ import Synchronization
 /// `cancel`, is never delivered. The prober can be started again after `cancel`. It only sends probes; it
 /// never changes anything in the namespace.
 public final class ReachabilityProber: Sendable {
-    private struct Subscriber {
-        let id: UInt64
-        let continuation: AsyncStream<ReachabilityUpdate>.Continuation
-    }
-
     private struct State: ~Copyable {
         var generation: UInt64 = 0
         var running = false
@@ -32,8 +27,7 @@ public final class ReachabilityProber: Sendable {
         var queue: DispatchQueue?
         var current: ReachabilityState = .unknown
         var last: ReachabilityUpdate?
-        var subscribers: [Subscriber] = []
-        var nextSubscriber: UInt64 = 0
+        var subscribers = UpdateSubscribers<ReachabilityUpdate>()
     }
 
     /// The namespace probed from; nil: the host's own.
@@ -90,32 +84,24 @@ public final class ReachabilityProber: Sendable {
     /// they come up), and every `updates` stream finishes. A round in flight ends within about 100 ms.
     /// The prober can be started again.
     public func cancel() {
-        let subscribers = state.withLock { (state: inout State) -> [Subscriber] in
+        let subscribers = state.withLock { (state: inout State) -> [AsyncStream<ReachabilityUpdate>.Continuation] in
             state.running = false
             state.handler = nil
-            let subscribers = state.subscribers
-            state.subscribers = []
-            return subscribers
+            return state.subscribers.removeAll()
         }
-        for subscriber in subscribers { subscriber.continuation.finish() }
+        for subscriber in subscribers { subscriber.finish() }
     }
 
     /// An `AsyncSequence` of updates: it starts with the latest update of the running generation (so a late
     /// subscriber learns the state at once), keeps the newest ``ReachabilitySettings/streamBufferSize`` when
     /// the consumer falls behind, and ends on `cancel`. Each access makes a new stream.
     public var updates: AsyncStream<ReachabilityUpdate> {
-        let (stream, continuation) = AsyncStream<ReachabilityUpdate>.makeStream(
-            bufferingPolicy: .bufferingNewest(max(1, settings.streamBufferSize)))
-        let id = state.withLock { (state: inout State) -> UInt64 in
-            state.nextSubscriber += 1
-            state.subscribers.append(Subscriber(id: state.nextSubscriber, continuation: continuation))
-            if let last = state.last { continuation.yield(last) }
-            return state.nextSubscriber
+        let bufferSize = settings.streamBufferSize
+        return state.withLock { state in
+            state.subscribers.add(latest: state.last, bufferSize: bufferSize) { [weak self] id in
+                self?.state.withLock { $0.subscribers.remove(id) }
+            }
         }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { $0.subscribers.removeAll { $0.id == id } }
-        }
-        return stream
     }
 
     /// True while `generation` is the running one.
@@ -155,7 +141,7 @@ public final class ReachabilityProber: Sendable {
             state.last = update
             state.current = update.state
             // Yielded under the lock, so a cancel or restart cannot slip between the check and the yield.
-            for subscriber in state.subscribers { subscriber.continuation.yield(update) }
+            for subscriber in state.subscribers.continuations { subscriber.yield(update) }
             return (state.queue, state.handler)
         }
         guard let queue = target?.queue, let handler = target?.handler else { return }
