@@ -278,21 +278,26 @@ public struct Sandbox: Sendable {
     }
 
     private func teardown(_ state: SandboxState) {
-        if let server = state.server, server.isRunning {
-            kill(server.pid, SIGTERM)
-            var waited = 0
-            while server.isRunning && waited < 40 {
-                var status: Int32 = 0
-                waitpid(server.pid, &status, WNOHANG)
-                usleep(50_000)
-                waited += 1
-            }
-            var status: Int32 = 0
-            waitpid(server.pid, &status, WNOHANG)
+        if let server = state.server {
             if server.isRunning {
-                kill(server.pid, SIGKILL)
-                // Reaps it when it is our child (a library user's sandbox); ECHILD otherwise.
-                waitpid(server.pid, &status, 0)
+                kill(server.pid, SIGTERM)
+                var waited = 0
+                while server.isRunning && waited < 40 {
+                    var status: Int32 = 0
+                    waitpid(server.pid, &status, WNOHANG)
+                    usleep(50_000)
+                    waited += 1
+                }
+                if server.isRunning { kill(server.pid, SIGKILL) }
+            }
+            // Reap it when it is our child (a library user's sandbox, the tests), whether it ended just now or
+            // before (a crashed server); `linkcond down` in another process leaves that to the server's parent.
+            // This waits: the server is multithreaded, and its /proc state reads "Z" (not running) as soon as
+            // its main thread has exited, while waitpid cannot collect it (WNOHANG returns 0) until its other
+            // threads have exited too; a non-blocking wait here left a zombie whenever they were slower.
+            if server.isUnreapedChild {
+                var status: Int32 = 0
+                while waitpid(server.pid, &status, 0) < 0 && errno == EINTR {}
             }
         }
         for name in state.namespaces.reversed() where NamedNamespace.exists(name) {

@@ -17,6 +17,13 @@ public struct SandboxState: Codable, Sendable, Equatable {
         public var isRunning: Bool {
             SandboxState.processStartTime(pid) == startTime
         }
+
+        /// True when the recorded process is a child of this process that `waitpid` has not collected yet:
+        /// running, or ended (a zombie) and waiting to be reaped.
+        public var isUnreapedChild: Bool {
+            guard let stat = SandboxState.processStat(pid) else { return false }
+            return stat.parent == getpid() && stat.startTime == startTime
+        }
     }
 
     /// The profile currently on the wire, as `linkcond apply` recorded it.
@@ -48,14 +55,20 @@ public struct SandboxState: Codable, Sendable, Equatable {
 
     /// Start time of `pid` from `/proc/PID/stat`, or nil when there is no such process.
     public static func processStartTime(_ pid: Int32) -> UInt64? {
+        // A zombie (Z) or dead (X) process is not running, even though /proc still lists it.
+        guard let stat = processStat(pid), stat.state != "Z", stat.state != "X" else { return nil }
+        return stat.startTime
+    }
+
+    /// State, parent pid and start time of `pid` from `/proc/PID/stat`, zombies included.
+    static func processStat(_ pid: Int32) -> (state: Substring, parent: Int32, startTime: UInt64)? {
         guard pid > 0, let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")
         else { return nil }
-        // Fields after "comm)" start at field 3; starttime is field 22.
+        // Fields after "comm)" start at field 3 (state); ppid is field 4, starttime field 22.
         let fields = text[text.index(after: close)...].split(separator: " ")
-        // A zombie (Z) or dead (X) process is not running, even though /proc still lists it.
-        guard fields.count > 19, fields[0] != "Z", fields[0] != "X" else { return nil }
-        return UInt64(fields[19])
+        guard fields.count > 19, let parent = Int32(fields[1]), let startTime = UInt64(fields[19]) else { return nil }
+        return (fields[0], parent, startTime)
     }
 }
 

@@ -292,14 +292,16 @@ public final class LinkLab: @unchecked Sendable {
 
     // MARK: The user's app
 
-    /// Runs `command` (through `/bin/sh -c`) in the client namespace and records each line it prints on
-    /// the app lane: a JSON object's scalar fields become details, its `state` field the lane's state.
+    /// Runs `command` (through `/bin/sh -c`) in the client namespace, replacing an earlier one, and records
+    /// each line it prints on the app lane: a JSON object's scalar fields become details, its `state` field the lane's state.
     public func observe(command: String) throws {
         let client = try sandbox.clientNamespace()
         let process = try ObservedProcess(command: command, namespace: client, recorder: recorder)
         lock.lock()
+        let previous = observed
         observed = process
         lock.unlock()
+        previous?.stop()  // one observed app at a time; the earlier one is stopped and reaped
     }
 
     // MARK: Results

@@ -64,15 +64,23 @@ final class NetemProfileTests: NetemTestCase {
         table.check(control.seconds < 0.3, "dns udp", "ipv4", expected: "< 300.0 ms (no conditions)", measured: NetemFormat.ms(control.seconds),
                     "the unconditioned lookup is already slow")
         // getent as a program on the device runs it; starting a process takes a while in a TCG guest, so its
-        // unconditioned time is the reference for the conditioned one.
+        // unconditioned time is the reference for the conditioned one. The quickest of three runs: the first
+        // run in a fresh guest reads getent and the NSS libraries from the host's disk for the first time
+        // (observed 1.5 s, against 0.1 s after), which is not what a lookup costs.
         let getent = findInPath("getent")
         var getentControl = 0.0
         if getent != nil {
-            let start = Date()
-            let (status, _) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxTopology.zone)"])
-            getentControl = Date().timeIntervalSince(start)
-            table.check(status == 0 && getentControl < 1, "getent", "ipv4", expected: "< 1000.0 ms (no conditions)",
-                        measured: "\(NetemFormat.ms(getentControl)), exit \(status)", "the unconditioned lookup fails or is slow")
+            var runs: [(seconds: Double, status: Int32)] = []
+            for _ in 0..<3 {
+                let start = Date()
+                let (status, _) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxTopology.zone)"])
+                runs.append((Date().timeIntervalSince(start), status))
+            }
+            getentControl = runs.map(\.seconds).min() ?? 0
+            let statuses = runs.map(\.status)
+            table.check(statuses.allSatisfy { $0 == 0 } && getentControl < 1, "getent", "ipv4", expected: "< 1000.0 ms (no conditions, quickest of 3)",
+                        measured: "\(runs.map { NetemFormat.ms($0.seconds) }.joined(separator: ", ")), exit \(statuses)",
+                        "the unconditioned lookup fails or is slow")
         }
 
         try measured.backend.apply(profile)
@@ -104,7 +112,8 @@ final class NetemProfileTests: NetemTestCase {
             let start = Date()
             let (status, output) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxTopology.zone)"])
             let seconds = Date().timeIntervalSince(start)
-            let shifted = (window.lowerBound + getentControl)...(window.upperBound + getentControl)
+            // No faster than the DNS delay itself; no slower than the delay plus what the program took without it.
+            let shifted = window.lowerBound...(window.upperBound + getentControl)
             table.check(shifted.contains(seconds) && status == 0 && output.contains("\(v4)"), "getent", "ipv4",
                         expected: "\(NetemFormat.ms(shifted.lowerBound))…\(NetemFormat.ms(shifted.upperBound))",
                         measured: "\(NetemFormat.ms(seconds)), exit \(status)", "output: \(output)")
@@ -163,14 +172,17 @@ final class NetemProfileTests: NetemTestCase {
     // MARK: the queue limit
 
     /// A link with a large bandwidth-delay product (50 Mbit/s, 300 ms each way) gets the derived limit of
-    /// 4 × BDP = 5000 packets, and a burst of 2000 packets (within the BDP in bytes, but twice netem's default
-    /// limit of 1000) crosses without a tail drop, each way. With the limit forced to 1000 the same burst
-    /// is tail-dropped, which shows the burst does fill the queue.
+    /// the BDP counted in 64-byte packets with 25% headroom (36 622 packets; NetemMapping.derivedQueueLimit),
+    /// and a burst of 2000 packets (within the BDP in bytes, but twice netem's default limit of 1000) crosses
+    /// without a tail drop, each way. With the limit forced to 1000 the same burst is tail-dropped, which
+    /// shows the burst does fill the queue.
     func testDerivedQueueLimitHoldsABurstWithinTheBandwidthDelayProduct() throws {
         let conditions = LinkConditions(rate: 50_000_000, delay: 300_000_000)
         let profile = Profile(name: "bdp-50mbit-300ms", description: "large bandwidth-delay product", downlink: conditions, uplink: conditions)
-        // 50 Mbit/s × 300 ms = 1 875 000 bytes = 1250 packets of 1500 bytes; four times that.
-        XCTAssertEqual(NetemMapping.derivedQueueLimit(for: conditions), 5000)
+        // 50 Mbit/s × 300 ms = 1 875 000 bytes = 29 297 packets of 64 bytes; with 25% headroom 36 622
+        // (more than four times the 1250 full-size packets it holds, 5000).
+        let derivedLimit = 36_622
+        XCTAssertEqual(NetemMapping.derivedQueueLimit(for: conditions), UInt32(derivedLimit))
         let measured = try makeMeasuredSandbox()
         let table = NetemTable("queue limit: 50mbit, 300ms each way, bursts of 2000")
         defer { table.print() }
@@ -184,7 +196,7 @@ final class NetemProfileTests: NetemTestCase {
             let result = try burst.send(direction, measured)
             table.check(
                 result.drops == 0 && result.received == burst.count && result.sent == burst.count, "burst", direction.rawValue,
-                expected: "2000 arrive, 0 drops (limit 5000)",
+                expected: "2000 arrive, 0 drops (limit \(derivedLimit))",
                 measured: "\(result.received)/\(result.sent) arrive, \(result.drops) drops, sent in \(NetemFormat.ms(result.sendSeconds))",
                 "a burst within the BDP was tail-dropped")
         }

@@ -118,8 +118,21 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
     private static let cellularIPv6Gateway = T.cellularSubnet.routerIPv6.address
     private static let wl0 = PathInterface(name: T.wifiInterface, index: T.interfaceIndexes[T.wifiInterface]!, type: .wifi)
     private static let ww0 = PathInterface(name: T.cellularInterface, index: T.interfaceIndexes[T.cellularInterface]!, type: .cellular)
-    /// The latency the issue asks for: a link change is reported within 5 ms.
-    private static let latencyBound: UInt64 = 5_000_000
+    /// The latency the issue asks for: a link change is reported within 5 ms. That is the bound on real
+    /// hardware (the host tier; measured about 0.3 ms). LINKCOND_LATENCY_BOUND_MS overrides it for a machine
+    /// that is known to be slower: scripts/vm-inside sets it for the TCG guest, which runs tens of times
+    /// slower than hardware.
+    /// A value that is not a positive number fails the test (and the default is used), so a typo can neither
+    /// loosen nor zero the bound silently.
+    private static let latencySetting: (bound: UInt64, problem: String?) = {
+        let text = ProcessInfo.processInfo.environment["LINKCOND_LATENCY_BOUND_MS"] ?? ""
+        guard !text.isEmpty else { return (5_000_000, nil) }
+        guard let milliseconds = Double(text), milliseconds > 0, milliseconds.isFinite else {
+            return (5_000_000, "LINKCOND_LATENCY_BOUND_MS must be a positive number of milliseconds, not '\(text)'")
+        }
+        return (UInt64(milliseconds * 1e6), nil)
+    }()
+    private static var latencyBound: UInt64 { latencySetting.bound }
 
     // MARK: Helpers
 
@@ -217,8 +230,9 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         return t0
     }
 
-    /// Waits for the update a change sent at `t0` causes, asserts both its times are within 5 ms of `t0`,
-    /// and returns it with the latencies in milliseconds.
+    /// Waits for the update a change sent at `t0` causes, asserts both its times are within the latency
+    /// bound (5 ms unless LINKCOND_LATENCY_BOUND_MS says otherwise) of `t0`, and returns it with the
+    /// latencies in milliseconds.
     private func awaitTimedUpdate(
         _ recorder: PathUpdateRecorder, after mark: Int, t0: UInt64, _ label: String,
         file: StaticString = #filePath, line: UInt = #line, _ predicate: (PathUpdate) -> Bool
@@ -232,8 +246,9 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         let event = Double(Int64(update.eventTime) - Int64(t0)) / 1e6
         let evaluated = Double(Int64(update.time) - Int64(t0)) / 1e6
         print(String(format: "path monitor latency %@: event read after %.3f ms, update evaluated after %.3f ms", label, event, evaluated))
-        XCTAssertLessThan(update.eventTime &- t0, Self.latencyBound, "\(label): event read \(event) ms after the change", file: file, line: line)
-        XCTAssertLessThan(update.time &- t0, Self.latencyBound, "\(label): update evaluated \(evaluated) ms after the change", file: file, line: line)
+        let bound = "the bound is \(Double(Self.latencyBound) / 1e6) ms (LINKCOND_LATENCY_BOUND_MS)"
+        XCTAssertLessThan(update.eventTime &- t0, Self.latencyBound, "\(label): event read \(event) ms after the change; \(bound)", file: file, line: line)
+        XCTAssertLessThan(update.time &- t0, Self.latencyBound, "\(label): update evaluated \(evaluated) ms after the change; \(bound)", file: file, line: line)
         return (update, event, evaluated)
     }
 
@@ -394,6 +409,7 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
     /// comes up again the path is honestly unsatisfied with reason noRoute (the IPv4 address is still
     /// there, no default route is), until the addresses and routes are put back.
     func testLinkChangesAreReportedWithin5Milliseconds() throws {
+        if let problem = Self.latencySetting.problem { XCTFail(problem) }
         let lab = try makeLab()
         let recorder = PathUpdateRecorder()
         let monitor = try startMonitor(lab, recorder: recorder)

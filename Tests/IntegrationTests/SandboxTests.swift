@@ -81,7 +81,7 @@ class SandboxTestCase: IntegrationTestCase {
             XCTAssertNil(SandboxState.processStartTime(serverPID), "server \(serverPID) still exists", file: file, line: line)
         }
         XCTAssertEqual(processes(commandLineContaining: "serve --name \(name) "), [], "server processes left", file: file, line: line)
-        XCTAssertEqual(zombieChildren(), [], "unreaped children left", file: file, line: line)
+        assertNoZombieChildren(file: file, line: line)
     }
 }
 

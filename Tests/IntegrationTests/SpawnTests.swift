@@ -99,6 +99,6 @@ final class SpawnTests: IntegrationTestCase {
         XCTAssertEqual(code, ENOENT)
         XCTAssertTrue(operation.contains("open the namespace"), operation)
         // The child that failed before execve was reaped.
-        XCTAssertEqual(zombieChildren(), [])
+        assertNoZombieChildren()
     }
 }

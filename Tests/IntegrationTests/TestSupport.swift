@@ -52,6 +52,17 @@ class IntegrationTestCase: XCTestCase {
         }
     }
 
+    /// Every test reaps what it (or the library code it drives) started: a child left unreaped fails the test
+    /// that left it, named with its command (not a later test that happens to look), and is then reaped here so
+    /// the tests after it are not blamed. Runs after the teardown blocks (sandboxes removed, labs closed).
+    override func tearDownWithError() throws {
+        if !zombieChildren().isEmpty {
+            assertNoZombieChildren("\(name) left unreaped children")
+            reapChildren(zombieChildren())
+        }
+        try super.tearDownWithError()
+    }
+
     /// Creates a uniquely named namespace that is deleted again when the test ends, pass or fail.
     func makeNamespace(_ tag: String) throws -> NamedNamespace {
         let name = UniqueName.namespace(tag)
@@ -257,6 +268,9 @@ func processes(commandLineContaining needle: String) -> [Int32] {
 }
 
 /// Children of this process that ended and were never reaped.
+///
+/// A multithreaded child shows "Z" as soon as its main thread has exited, while `waitpid` cannot collect it
+/// until its other threads have exited too (so a non-blocking wait right then misses it).
 func zombieChildren() -> [Int32] {
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     return entries.compactMap { entry -> Int32? in
@@ -267,6 +281,42 @@ func zombieChildren() -> [Int32] {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 1, fields[0] == "Z", Int32(fields[1]) == getpid() else { return nil }
         return pid
+    }
+}
+
+/// A child process for a failure message: pid, name, state, parent, threads not yet exited and command line,
+/// e.g. `812 (linkcond) state Z, parent 300, 3 threads, cmdline: - (a zombie keeps only its name)`. A zombie
+/// has no memory left, so its command line reads empty; its name (`comm`, up to 15 characters of the
+/// executable's name) is what remains.
+func describeProcess(_ pid: Int32) -> String {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+    else { return "\(pid) (gone)" }
+    let name = stat[stat.index(after: open)..<close]
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count ?? 0
+    let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { data in
+        String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+    } ?? ""
+    return "\(pid) (\(name)) state \(fields.first ?? "?"), parent \(fields.count > 1 ? fields[1] : "?"), "
+        + "\(threads) thread\(threads == 1 ? "" : "s"), cmdline: \(cmdline.isEmpty ? "- (a zombie keeps only its name)" : cmdline)"
+}
+
+/// Fails when this process has unreaped children, naming each (``describeProcess(_:)``). Waits up to `grace`
+/// seconds first, in case the code that started a child is reaping it on another thread right now.
+func assertNoZombieChildren(
+    _ message: String = "unreaped children left", grace: Double = 1, file: StaticString = #filePath, line: UInt = #line
+) {
+    _ = eventually(timeout: grace, interval: 0.02) { zombieChildren().isEmpty }
+    let zombies = zombieChildren()
+    XCTAssertEqual(zombies, [], "\(message): \(zombies.map(describeProcess).joined(separator: "; "))", file: file, line: line)
+}
+
+/// Reaps the given children (zombies: they have ended, so this returns once their last thread has).
+func reapChildren(_ pids: [Int32]) {
+    for pid in pids {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     }
 }
 
