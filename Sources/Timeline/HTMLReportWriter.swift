@@ -83,6 +83,8 @@ public enum HTMLReportWriter {
                     }
                     if let state = reaction.state, let delay = reaction.delay {
                         out += "<td>" + chip(h(state), palette.color(lane: lane, state: state)) + " after <b>\(Fmt.seconds(delay))</b></td>"
+                    } else if lane == .app && !report.events.contains(where: { $0.lane == .app }) {
+                        out += "<td class=\"muted\">no app observed</td>"
                     } else {
                         let before = reaction.before.map { " <span class=\"small\">(stayed \(h($0)))</span>" } ?? ""
                         out += "<td class=\"noreact\">did not react\(before)</td>"
