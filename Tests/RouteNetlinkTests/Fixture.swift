@@ -1,5 +1,6 @@
 import Foundation
 import Netlink
+import XCTest
 
 /// One file of `Fixtures/`, as `scripts/capture-fixtures` writes it: `# key: value` header lines, then
 /// bytes eight to a line. Reply fixtures hold several datagrams, each after a `# datagram: N` line.
@@ -183,4 +184,22 @@ extension Array where Element == UInt8 {
     mutating func setU16(_ value: UInt16, at offset: Int) {
         withUnsafeMutableBytes { $0.storeBytes(of: value, toByteOffset: offset, as: UInt16.self) }
     }
+}
+
+/// Fails when linkcond's request is not byte for byte iproute2's, showing both dumps 8 bytes a line with
+/// the first differing byte marked.
+func assertSameRequest(
+    _ actual: [UInt8], _ expected: [UInt8], name: String, command: String, file: StaticString, line: UInt
+) {
+    guard let difference = firstDifference(actual, expected) else { return }
+    XCTFail(
+        """
+        \(name): linkcond's request differs from iproute2's at byte \(difference) \
+        (0x\(String(difference, radix: 16))); \(actual.count) bytes built, \(expected.count) captured.
+        command: \(command)
+        linkcond:
+        \(hexDump(actual, marking: difference))
+        iproute2:
+        \(hexDump(expected, marking: difference))
+        """, file: file, line: line)
 }

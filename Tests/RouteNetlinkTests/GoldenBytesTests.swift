@@ -163,18 +163,7 @@ final class GoldenBytesTests: XCTestCase {
         builder.sequence = try fixture.sequence
         builder.flags |= golden.addedFlags
         let actual = try builder.finish()
-        if let difference = firstDifference(actual, expected) {
-            XCTFail(
-                """
-                \(name): linkcond's request differs from iproute2's at byte \(difference) \
-                (0x\(String(difference, radix: 16))); \(actual.count) bytes built, \(expected.count) captured.
-                command: \(golden.command)
-                linkcond:
-                \(hexDump(actual, marking: difference))
-                iproute2:
-                \(hexDump(expected, marking: difference))
-                """, file: file, line: line)
-        }
+        assertSameRequest(actual, expected, name: name, command: golden.command, file: file, line: line)
     }
 
     func assertGroupMatches(_ group: String, file: StaticString = #filePath, line: UInt = #line) throws {

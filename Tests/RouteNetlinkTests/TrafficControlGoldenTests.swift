@@ -232,18 +232,7 @@ final class TrafficControlGoldenTests: XCTestCase {
             file: file, line: line)
 
         let actual = try Self.wireBytes(golden, fixture)
-        if let difference = firstDifference(actual, expected) {
-            XCTFail(
-                """
-                \(name): linkcond's request differs from iproute2's at byte \(difference) \
-                (0x\(String(difference, radix: 16))); \(actual.count) bytes built, \(expected.count) captured.
-                command: \(golden.command)
-                linkcond:
-                \(hexDump(actual, marking: difference))
-                iproute2:
-                \(hexDump(expected, marking: difference))
-                """, file: file, line: line)
-        }
+        assertSameRequest(actual, expected, name: name, command: golden.command, file: file, line: line)
     }
 
     func assertGroupMatches(_ group: String, file: StaticString = #filePath, line: UInt = #line) throws {
