@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Netlink", targets: ["Netlink"]),
         .library(name: "RouteNetlink", targets: ["RouteNetlink"]),
         .library(name: "NetNamespace", targets: ["NetNamespace"]),
+        .library(name: "Profiles", targets: ["Profiles"]),
         .library(name: "Conditioning", targets: ["Conditioning"]),
         .library(name: "PathMonitor", targets: ["PathMonitor"]),
         .library(name: "Timeline", targets: ["Timeline"]),
@@ -27,16 +28,17 @@ let package = Package(
         .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
         .target(name: "Responders"),
         .target(name: "JSONDocument"),
-        .target(name: "Conditioning", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
+        .target(name: "Profiles", dependencies: ["JSONDocument"]),
+        .target(name: "Conditioning", dependencies: ["Profiles", "RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Responders", "CMnl"]),
         .target(name: "Timeline"),
         .target(
             name: "Scenarios",
-            dependencies: ["Timeline", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders"]),
+            dependencies: ["Timeline", "Profiles", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders"]),
         .target(
             name: "LinkcondCLI",
             dependencies: [
-                "Scenarios", "Timeline", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "Netlink",
+                "Scenarios", "Timeline", "Profiles", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "Netlink",
                 "JSONDocument",
             ]),
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
@@ -52,14 +54,14 @@ let package = Package(
         ),
         .testTarget(name: "RespondersTests", dependencies: ["Responders"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
-        .testTarget(name: "ConditioningTests", dependencies: ["Conditioning", "RouteNetlink", "JSONDocument"]),
-        .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "JSONDocument"]),
+        .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
+        .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
         .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "Netlink"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
-        .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Conditioning"]),
+        .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
+            dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import Profiles
 import JSONDocument
 
 /// Why a scenario was refused: the file, the JSON path and line:column, what was wrong and what was

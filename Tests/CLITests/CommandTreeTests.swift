@@ -1,3 +1,4 @@
+import Profiles
 import XCTest
 
 @testable import LinkcondCLI

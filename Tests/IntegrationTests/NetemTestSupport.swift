@@ -1,3 +1,4 @@
+import Profiles
 import Conditioning
 import Foundation
 import Glibc

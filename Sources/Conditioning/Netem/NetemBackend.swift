@@ -1,3 +1,4 @@
+import Profiles
 import Foundation
 import Glibc
 import NetNamespace

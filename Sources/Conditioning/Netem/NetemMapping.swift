@@ -1,3 +1,4 @@
+import Profiles
 import RouteNetlink
 
 /// Turns a profile direction (user intent: fractions, nanoseconds, bits per second) into netem's wire

@@ -2,7 +2,7 @@ import Foundation
 import JSONDocument
 import XCTest
 
-@testable import Conditioning
+@testable import Profiles
 
 final class CatalogTests: XCTestCase {
     /// `profiles/` in the source tree.

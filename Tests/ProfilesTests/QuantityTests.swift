@@ -1,6 +1,6 @@
 import XCTest
 
-@testable import Conditioning
+@testable import Profiles
 
 final class QuantityTests: XCTestCase {
     private let kilo: UInt64 = 1000
