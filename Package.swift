@@ -29,6 +29,7 @@ let package = Package(
         .target(name: "Responders"),
         .target(name: "JSONDocument"),
         .target(name: "Profiles", dependencies: ["JSONDocument"]),
+        .target(name: "LinkEmulation", dependencies: ["Profiles"]),
         .target(name: "Conditioning", dependencies: ["Profiles", "RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Responders", "CMnl"]),
         .target(name: "Timeline"),
