@@ -1,8 +1,20 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers, lowest first. Nothing low imports anything high:
-// CMnl/CSpawn -> Netlink -> RouteNetlink, NetNamespace -> Conditioning -> LinkcondCLI -> linkcond
+// Layers, lowest first; a target imports only targets above it in this list, never one beside or below:
+//   CMnl, CSpawn (C)        libmnl and kernel headers; fork/setns/exec
+//   LinkcondBase, JSONDocument   addresses, sockets, clock, DNS wire format, the sandbox plan; strict JSON
+//   Netlink                 generic netlink over libmnl
+//   RouteNetlink, NetNamespace   typed rtnetlink; named namespaces
+//   Profiles                the profile model, reader, validation and catalog (no kernel)
+//   LinkEmulation           the userspace engine's impairment model (no sockets)
+//   Responders              the sandbox server: HTTP 204, echo, DNS
+//   Sandboxing              the sandbox: topology, state, lifecycle, actions
+//   Conditioning            the backends that put profiles on the wire, doctor, measurements
+//   PathMonitor             path monitor, reachability prober, hint model
+//   Timeline                events, recorder, metrics, reports
+//   Scenarios               scenario files, runner, LinkLab
+//   LinkcondCLI -> linkcond the command line; linkcond-bench the benchmark table
 let package = Package(
     name: "linkcond",
     products: [
@@ -23,46 +35,48 @@ let package = Package(
             providers: [.apt(["libmnl-dev"])]
         ),
         .target(name: "CSpawn"),
+        .target(name: "LinkcondBase"),
         .target(name: "Netlink", dependencies: ["CMnl"]),
-        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl"]),
+        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase"]),
         .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
-        .target(name: "Responders"),
+        .target(name: "Responders", dependencies: ["LinkcondBase"]),
         .target(name: "JSONDocument"),
         .target(name: "Profiles", dependencies: ["JSONDocument"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles"]),
-        .target(name: "Conditioning", dependencies: ["Profiles", "RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
-        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Responders", "CMnl"]),
-        .target(name: "Timeline"),
+        .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+        .target(name: "Timeline", dependencies: ["LinkcondBase"]),
         .target(
             name: "Scenarios",
-            dependencies: ["Timeline", "Profiles", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders"]),
+            dependencies: ["Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders", "LinkcondBase"]),
         .target(
             name: "LinkcondCLI",
             dependencies: [
-                "Scenarios", "Timeline", "Profiles", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "Netlink",
+                "Scenarios", "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "LinkcondBase",
                 "JSONDocument",
             ]),
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
         .executableTarget(
             name: "linkcond-bench",
-            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink"]),
+            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "CMnl"]),
         .testTarget(
             name: "RouteNetlinkTests",
-            dependencies: ["RouteNetlink", "Netlink"],
+            dependencies: ["RouteNetlink", "Netlink", "CMnl", "LinkcondBase"],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "RespondersTests", dependencies: ["Responders"]),
+        .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
-        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "Netlink"]),
+        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
+            dependencies: ["LinkcondBase", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
         ),
     ],
     swiftLanguageModes: [.v6]

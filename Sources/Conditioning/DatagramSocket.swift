@@ -1,15 +1,17 @@
 import Foundation
 import Glibc
+import LinkcondBase
 import RouteNetlink
+import Sandboxing
 
 /// A UDP socket for measurements, opened in whatever namespace the calling thread is in (open it inside
 /// `NamedNamespace.run`; it stays in that namespace and may be used from any thread afterwards).
 final class DatagramSocket: @unchecked Sendable {
     let fd: Int32
-    let family: Int32
+    let family: AddressFamily
 
-    init(family: Int32) throws(SandboxError) {
-        fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    init(family: AddressFamily) throws(SandboxError) {
+        fd = socket(family.socketDomain, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .namespace(.system(operation: "open a UDP socket", errno: errno)) }
         self.family = family
         var size: Int32 = 4 << 20
@@ -26,25 +28,15 @@ final class DatagramSocket: @unchecked Sendable {
 
     /// Binds to `address` (nil: any) and `port` (0: ephemeral); returns the bound port.
     func bind(address: IPAddress?, port: UInt16 = 0) throws(SandboxError) -> UInt16 {
-        var storage = Self.socketAddress(family: family, address: address, port: port)
-        let result = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, Self.length(family)) }
-        }
+        let local = address.map { SocketAddress($0, port: port) } ?? SocketAddress(any: family, port: port)
+        let result = local.withSockaddr { Glibc.bind(fd, $0, $1) }
         guard result == 0 else { throw .namespace(.system(operation: "bind a UDP socket", errno: errno)) }
-        var bound = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Self.port(of: bound)
+        return SocketAddress.local(of: fd)?.port ?? 0
     }
 
     func send(_ bytes: [UInt8], to address: IPAddress, port: UInt16) -> Bool {
-        var storage = Self.socketAddress(family: family, address: address, port: port)
-        let sent = withUnsafePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, 0, socketAddress, Self.length(family)) }
-            }
+        let sent = SocketAddress(address, port: port).withSockaddr { socketAddress, length in
+            bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, 0, socketAddress, length) }
         }
         return sent == bytes.count
     }
@@ -76,48 +68,9 @@ final class DatagramSocket: @unchecked Sendable {
     }
 
     func reply(_ bytes: [UInt8], to source: sockaddr_storage) {
-        var destination = source
-        _ = withUnsafePointer(to: &destination) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, 0, socketAddress, Self.length(family)) }
-            }
+        guard let destination = SocketAddress(storage: source) else { return }
+        _ = destination.withSockaddr { socketAddress, length in
+            bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, 0, socketAddress, length) }
         }
     }
-
-    static func length(_ family: Int32) -> socklen_t {
-        socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
-    }
-
-    static func socketAddress(family: Int32, address: IPAddress?, port: UInt16) -> sockaddr_storage {
-        var storage = sockaddr_storage()
-        withUnsafeMutableBytes(of: &storage) { raw in
-            if family == AF_INET {
-                var value = sockaddr_in()
-                value.sin_family = sa_family_t(AF_INET)
-                value.sin_port = port.bigEndian
-                if let address { withUnsafeMutableBytes(of: &value.sin_addr) { $0.copyBytes(from: address.bytes) } }
-                withUnsafeBytes(of: value) { raw.copyMemory(from: $0) }
-            } else {
-                var value = sockaddr_in6()
-                value.sin6_family = sa_family_t(AF_INET6)
-                value.sin6_port = port.bigEndian
-                if let address { withUnsafeMutableBytes(of: &value.sin6_addr) { $0.copyBytes(from: address.bytes) } }
-                withUnsafeBytes(of: value) { raw.copyMemory(from: $0) }
-            }
-        }
-        return storage
-    }
-
-    static func port(of storage: sockaddr_storage) -> UInt16 {
-        withUnsafeBytes(of: storage) { raw in
-            UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
-        }
-    }
-}
-
-/// Monotonic time in seconds.
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

@@ -1,8 +1,8 @@
-import CMnl
 import Glibc
 import NetNamespace
 import Netlink
 import RouteNetlink
+import Sandboxing
 
 /// What `linkcond doctor` finds: which kernel features linkcond can use, tried for real.
 public struct KernelFeature: Codable, Sendable, Equatable {
@@ -101,7 +101,7 @@ public enum KernelDoctor {
             return KernelFeature(name: "u32", purpose: purpose, present: false,
                                  detail: "not tried: the ingress qdisc it attaches to was refused: \(error)", remedy: "enable CONFIG_NET_SCH_INGRESS")
         }
-        let filter = U32Filter(protocolNumber: 0x0800, priority: 1, keys: [.ipProtocol(17)], classID: TrafficControlHandle(major: 1, minor: 1))
+        let filter = U32Filter(protocolNumber: .ipv4, priority: 1, keys: [.ipProtocol(17)], classID: TrafficControlHandle(major: 1, minor: 1))
         do {
             try client.addFilter(filter, on: "probe0", parent: ingress)
             return KernelFeature(name: "u32", purpose: purpose, present: true, detail: "attached one", remedy: nil)

@@ -1,7 +1,10 @@
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
+import Profiles
 import RouteNetlink
+import Sandboxing
 import Synchronization
 
 /// Measures what crosses the sandbox, with real packets between a socket in the client namespace and one
@@ -10,13 +13,8 @@ import Synchronization
 /// This is how linkcond checks that a profile does what it says: round-trip time, loss per direction, and
 /// throughput per direction, independent of what the kernel reports about its own qdiscs.
 public struct LinkMeasurement: Sendable {
-    /// Which way packets go.
-    public enum Direction: String, Sendable, Codable {
-        /// Client to server (the profile's `uplink`).
-        case uplink
-        /// Server to client (the profile's `downlink`).
-        case downlink
-    }
+    /// Which way packets go: uplink is client to server, downlink server to client.
+    public typealias Direction = LinkDirection
 
     public let client: NamedNamespace
     public let server: NamedNamespace
@@ -31,11 +29,11 @@ public struct LinkMeasurement: Sendable {
         } catch {
             throw .notUp(name: topology.name)
         }
-        clientAddress = SandboxTopology.wifiSubnet.peerIPv4.address
-        serverAddress = SandboxTopology.serverIPv4
+        clientAddress = SandboxPlan.wifiSubnet.peerIPv4.address
+        serverAddress = SandboxPlan.serverIPv4
     }
 
-    private var family: Int32 { clientAddress.isIPv4 ? AF_INET : AF_INET6 }
+    private var family: AddressFamily { clientAddress.family }
 
     private func socket(in namespace: NamedNamespace, address: IPAddress) throws(SandboxError) -> (DatagramSocket, UInt16) {
         do {
@@ -82,14 +80,14 @@ public struct LinkMeasurement: Sendable {
         var result = RoundTrips(samples: [], sent: 0)
         for sequence in 0..<count {
             let tag = rawBytesOf(UInt32(sequence)) + [UInt8](repeating: 0x5a, count: 60)
-            let start = monotonicSeconds()
+            let start = MonotonicClock.seconds()
             guard clientSocket.send(tag, to: serverAddress, port: serverPort) else { continue }
             result.sent += 1
             while true {
-                let remaining = timeout - (monotonicSeconds() - start)
+                let remaining = timeout - (MonotonicClock.seconds() - start)
                 guard remaining > 0, let (bytes, _) = clientSocket.receive(timeout: remaining) else { break }
                 if Array(bytes.prefix(4)) == Array(tag.prefix(4)) {
-                    result.samples.append(monotonicSeconds() - start)
+                    result.samples.append(MonotonicClock.seconds() - start)
                     break
                 }
             }
@@ -123,7 +121,7 @@ public struct LinkMeasurement: Sendable {
         let (serverSocket, serverPort) = try socket(in: server, address: serverAddress)
         let (sender, receiver) = direction == .uplink ? (clientSocket, serverSocket) : (serverSocket, clientSocket)
         let (destination, destinationPort) = direction == .uplink ? (serverAddress, serverPort) : (clientAddress, clientPort)
-        let headerBytes = (family == AF_INET ? 20 : 40) + 8 + 14
+        let headerBytes = (family == .inet ? 20 : 40) + 8 + 14
         let counter = Mutex((received: 0, bytes: 0, first: 0.0, last: 0.0))
         let done = Atomic<Bool>(false)
         let receiving = Thread {
@@ -131,7 +129,7 @@ public struct LinkMeasurement: Sendable {
             defer { buffer.deallocate() }
             while !done.load(ordering: .relaxed) {
                 guard let length = receiver.receiveLength(timeout: 0.05, into: buffer) else { continue }
-                let now = monotonicSeconds()
+                let now = MonotonicClock.seconds()
                 counter.withLock { state in
                     if state.received == 0 { state.first = now }
                     state.received += 1
@@ -142,11 +140,11 @@ public struct LinkMeasurement: Sendable {
         }
         receiving.start()
         var sent = 0
-        let start = monotonicSeconds()
+        let start = MonotonicClock.seconds()
         var datagram = [UInt8](repeating: 0xa5, count: payload)
         for index in 0..<count {
             let due = start + Double(index) * interval
-            let wait = due - monotonicSeconds()
+            let wait = due - MonotonicClock.seconds()
             if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
             datagram.replaceSubrange(0..<4, with: rawBytesOf(UInt32(index)))
             if sender.send(datagram, to: destination, port: destinationPort) { sent += 1 }

@@ -7,6 +7,7 @@ import Glibc
 import NetNamespace
 import Responders
 import RouteNetlink
+import Sandboxing
 
 /// The `linkcond` command line: parses arguments, runs a command, maps errors to exit codes
 /// (0 ok, 1 failure, 2 usage) with one clear sentence on stderr.

@@ -1,5 +1,5 @@
 import Glibc
-import Responders
+import LinkcondBase
 import RouteNetlink
 
 /// The prober's DNS step: one A query over UDP, its retransmissions and the check of the answer.
@@ -104,7 +104,7 @@ enum DNSProbe {
 
         private func finish(_ outcome: Result<IPAddress, ProbeFailure>) {
             result = outcome
-            finished = PathMonitor.monotonicNanoseconds()
+            finished = MonotonicClock.nanoseconds()
         }
 
         /// The exchange as a result; nil while pending.

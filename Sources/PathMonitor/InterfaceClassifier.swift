@@ -1,4 +1,3 @@
-import CMnl
 import Glibc
 import RouteNetlink
 
@@ -23,11 +22,11 @@ public struct InterfaceClassifier: Sendable, Equatable {
 
     public func classify(_ link: Link) -> InterfaceType {
         if let forced = overrides[link.name] { return forced }
-        if link.isLoopback || link.hardwareType == UInt16(ARPHRD_LOOPBACK) { return .loopback }
+        if link.isLoopback || link.hardwareType == .loopback { return .loopback }
         if let root = sysfsRoot, let type = Self.sysfsType(root: root, name: link.name) { return type }
-        if link.hardwareType == UInt16(ARPHRD_RAWIP) || link.hardwareType == UInt16(ARPHRD_PPP) { return .cellular }
+        if link.hardwareType == .rawIP || link.hardwareType == .ppp { return .cellular }
         if let type = Self.typeFromName(link.name) { return type }
-        if link.hardwareType == UInt16(ARPHRD_ETHER) && link.kind == nil { return .wiredEthernet }
+        if link.hardwareType == .ether && link.kind == nil { return .wiredEthernet }
         return .other
     }
 

@@ -1,5 +1,5 @@
-import CMnl
 import Glibc
+import LinkcondBase
 import NetNamespace
 import Netlink
 import RouteNetlink
@@ -48,45 +48,41 @@ extension NetworkTables {
     }
 
     mutating func apply(_ message: NetlinkMessage) -> Change {
-        switch Int(message.type) {
-        case Int(RTM_NEWLINK):
-            guard let link = try? Link.decode(message) else { return .none }
+        // A notification that does not decode is skipped, as `ip monitor` skips what it cannot print.
+        guard let notification = try? RouteNotification.decode(message) else { return .none }
+        switch notification {
+        case let .newLink(link):
             let old = links[link.index]
             links[link.index] = link
             let changed = old == nil || old?.flags != link.flags || old?.carrier != link.carrier
             return .link(interfaceStateChanged: changed)
-        case Int(RTM_DELLINK):
-            guard let link = try? Link.decode(message) else { return .none }
+        case let .deletedLink(link):
             links[link.index] = nil
             addresses.removeAll { $0.interfaceIndex == link.index }
             routes.removeAll { $0.outputInterface == link.index }
             return .link(interfaceStateChanged: true)
-        case Int(RTM_NEWADDR):
-            guard let address = try? InterfaceAddress.decode(message) else { return .none }
+        case let .newAddress(address):
             if let position = addresses.firstIndex(where: { $0.interfaceIndex == address.interfaceIndex && $0.prefix == address.prefix }) {
                 addresses[position] = address
             } else {
                 addresses.append(address)
             }
             return .address(removed: false)
-        case Int(RTM_DELADDR):
-            guard let address = try? InterfaceAddress.decode(message) else { return .none }
+        case let .deletedAddress(address):
             addresses.removeAll { $0.interfaceIndex == address.interfaceIndex && $0.prefix == address.prefix }
             return .address(removed: true)
-        case Int(RTM_NEWROUTE):
-            guard let route = try? Route.decode(message), Self.isRelevant(route) else { return .none }
+        case let .newRoute(route):
+            guard Self.isRelevant(route) else { return .none }
             if let position = routes.firstIndex(where: { Self.sameRoute($0, route) }) {
                 routes[position] = route
             } else {
                 routes.append(route)
             }
             return .route
-        case Int(RTM_DELROUTE):
-            guard let route = try? Route.decode(message), Self.isRelevant(route) else { return .none }
+        case let .deletedRoute(route):
+            guard Self.isRelevant(route) else { return .none }
             routes.removeAll { Self.sameRoute($0, route) }
             return .route
-        default:
-            return .none
         }
     }
 

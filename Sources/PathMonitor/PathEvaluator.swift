@@ -1,5 +1,5 @@
-import CMnl
 import Glibc
+import LinkcondBase
 import RouteNetlink
 
 /// Settings that shape how tables become a path.
@@ -52,8 +52,6 @@ public struct NetworkTables: Sendable, Equatable {
 /// without carrier (`noCarrier`), carrier without address (`noAddress`), address without default route
 /// (`noRoute`).
 public enum PathEvaluator {
-    static let mainTable: UInt32 = 254
-    static let unicast: UInt8 = 1
 
     public static func evaluate(_ tables: NetworkTables, options: PathEvaluationOptions = PathEvaluationOptions()) -> NetworkPath {
         let links = tables.links.values.sorted { $0.index < $1.index }
@@ -69,7 +67,7 @@ public enum PathEvaluator {
             var link: Link
             var type: InterfaceType
             var metric: UInt32
-            var gateways: [(metric: UInt32, family: UInt8, address: String)]
+            var gateways: [(metric: UInt32, family: AddressFamily, address: String)]
             var ipv4 = false
             var ipv6 = false
         }
@@ -86,12 +84,12 @@ public enum PathEvaluator {
             if carrier {
                 stage = 2
                 let addresses = tables.addresses.filter {
-                    $0.interfaceIndex == link.index && $0.scope == 0 && !$0.prefix.address.isLinkLocal
-                        && (!$0.isTentative || $0.flags & UInt32(IFA_F_OPTIMISTIC) != 0) && $0.flags & UInt32(IFA_F_DADFAILED) == 0
+                    $0.interfaceIndex == link.index && $0.scope == .universe && !$0.prefix.address.isLinkLocal
+                        && (!$0.isTentative || $0.flags.contains(.optimistic)) && !$0.flags.contains(.dadFailed)
                 }
                 if !addresses.isEmpty { stage = 3 }
                 for route in tables.routes
-                where route.isDefault && route.table == mainTable && route.type == unicast && route.outputInterface == link.index {
+                where route.isDefault && route.table == .main && route.type == .unicast && route.outputInterface == link.index {
                     guard addresses.contains(where: { $0.prefix.address.family == route.family }) else { continue }
                     guard allowed(type) else {
                         filteredOut = true
@@ -100,7 +98,7 @@ public enum PathEvaluator {
                     let metric = route.metric ?? 0
                     var entry = usable[link.index] ?? Usable(link: link, type: type, metric: metric, gateways: [])
                     entry.metric = min(entry.metric, metric)
-                    if route.family == UInt8(AF_INET) { entry.ipv4 = true } else { entry.ipv6 = true }
+                    if route.family == .inet { entry.ipv4 = true } else { entry.ipv6 = true }
                     if let gateway = route.gateway { entry.gateways.append((metric, route.family, gateway.description)) }
                     usable[link.index] = entry
                 }

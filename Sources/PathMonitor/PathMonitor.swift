@@ -1,7 +1,7 @@
-import CMnl
 import Dispatch
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import Netlink
 import RouteNetlink
@@ -85,7 +85,7 @@ public final class PathMonitor: Sendable {
             state.queue = queue
             return state.generation
         }
-        let now = Self.monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds()
         let baseline = PathUpdate(
             path: PathEvaluator.evaluate(tables, options: options), isBaseline: true, generation: generation, sequence: 0,
             eventTime: now, time: now)
@@ -97,7 +97,7 @@ public final class PathMonitor: Sendable {
     }
 
     private func openSockets() throws(PathMonitorError) -> (NetlinkListener, NetworkTablesReader) {
-        let groups = [RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE].map { UInt32($0.rawValue) }
+        let groups: [RouteNetlinkGroup] = [.link, .ipv4Address, .ipv6Address, .ipv4Route, .ipv6Route]
         let namespace = self.namespace
         do {
             let open = { () throws -> (NetlinkListener, NetlinkConnection) in
@@ -167,12 +167,6 @@ public final class PathMonitor: Sendable {
             }
         }
     }
-
-    static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
 }
 
 /// The monitor's event loop, on a thread of its own: read notifications, apply, evaluate, deliver.
@@ -204,7 +198,7 @@ private final class MonitorLoop: @unchecked Sendable {
         while monitor.isCurrent(generation) {
             poller.revents = 0
             let ready = poll(&poller, 1, 100)
-            let eventTime = PathMonitor.monotonicNanoseconds()
+            let eventTime = MonotonicClock.nanoseconds()
             if needsResync {
                 resync(eventTime: eventTime)
             }
@@ -245,7 +239,7 @@ private final class MonitorLoop: @unchecked Sendable {
                     break
                 }
                 let path = PathEvaluator.evaluate(tables, options: monitor.options)
-                let now = PathMonitor.monotonicNanoseconds()
+                let now = MonotonicClock.nanoseconds()
                 if path.status != lastDelivered.status || (path != lastDelivered && now - lastPublished > Self.coalescingLimit) {
                     publish(path, eventTime: eventTime)
                     lastPublished = now
@@ -283,7 +277,7 @@ private final class MonitorLoop: @unchecked Sendable {
         lastDelivered = path
         let update = PathUpdate(
             path: path, isBaseline: false, generation: generation, sequence: sequence, eventTime: eventTime,
-            time: PathMonitor.monotonicNanoseconds())
+            time: MonotonicClock.nanoseconds())
         sequence += 1
         monitor.deliver(update)
     }

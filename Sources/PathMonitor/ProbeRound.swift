@@ -1,4 +1,5 @@
 import Glibc
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
 
@@ -67,7 +68,7 @@ public struct NetworkProbeRound: ProbeRoundEngine {
         var sockets: [ProbeSocket]
         switch ProbeSocket.open(kinds, in: namespace) {
         case .failure(let failure):
-            let result = ProbeResult(kind: literal == nil ? .dns : .tcp, success: false, error: failure.text, time: PathMonitor.monotonicNanoseconds())
+            let result = ProbeResult(kind: literal == nil ? .dns : .tcp, success: false, error: failure.text, time: MonotonicClock.nanoseconds())
             return ([result], nil, nil)
         case .success(let opened):
             sockets = opened
@@ -78,7 +79,7 @@ public struct NetworkProbeRound: ProbeRoundEngine {
                 socket: sockets.removeFirst(), server: nameserver, port: settings.dnsPort, name: settings.host,
                 retransmitInterval: settings.dnsRetransmitInterval)
         } else if literal == nil {
-            results.append(ProbeResult(kind: .dns, success: false, error: "no nameserver", time: PathMonitor.monotonicNanoseconds()))
+            results.append(ProbeResult(kind: .dns, success: false, error: "no nameserver", time: MonotonicClock.nanoseconds()))
         }
         let connect = connectTarget.map { ConnectAttempt(socket: sockets.removeFirst(), target: $0, port: settings.port) }
 
@@ -127,7 +128,7 @@ public struct NetworkProbeRound: ProbeRoundEngine {
         } else {
             switch ProbeSocket.open([.tcp(target)], in: namespace) {
             case .failure(let failure):
-                return [ProbeResult(kind: .tcp, success: false, address: target.description, error: failure.text, time: PathMonitor.monotonicNanoseconds())]
+                return [ProbeResult(kind: .tcp, success: false, address: target.description, error: failure.text, time: MonotonicClock.nanoseconds())]
             case .success(let opened):
                 established = ConnectAttempt(socket: opened[0], target: target, port: settings.port)
             }
@@ -142,7 +143,7 @@ public struct NetworkProbeRound: ProbeRoundEngine {
         let request = HTTPProbe.request(host: settings.host, path: settings.path, port: settings.port)
         let exchanged = HTTPProbe.exchange(
             on: established.socket, request: request, deadline: deadline, timeout: settings.timeout, isCancelled: isCancelled)
-        let now = PathMonitor.monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds()
         switch exchanged {
         case .success(let (response, seconds)):
             results.append(ProbeResult(kind: .http, success: true, rtt: seconds, httpStatus: response.status, address: target.description, time: now))
@@ -189,7 +190,7 @@ final class ConnectAttempt {
 
     private func finish(_ outcome: Result<Void, ProbeFailure>) {
         result = outcome
-        finished = PathMonitor.monotonicNanoseconds()
+        finished = MonotonicClock.nanoseconds()
     }
 
     var probeResult: ProbeResult? {

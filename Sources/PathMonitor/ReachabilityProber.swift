@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
 import Synchronization
@@ -124,7 +125,7 @@ public final class ReachabilityProber: Sendable {
                 quality: evaluation.quality, medianRTT: evaluation.medianRTT, lossFraction: evaluation.lossFraction,
                 windowRounds: evaluation.windowRounds, results: results,
                 consecutiveFailures: evaluation.consecutiveFailures, nextRoundIn: evaluation.nextDelay,
-                time: PathMonitor.monotonicNanoseconds(), generation: generation, round: round))
+                time: MonotonicClock.nanoseconds(), generation: generation, round: round))
             round += 1
             // The pause counts from the round's end, so judging and delivering take none of it.
             let wake = ended + evaluation.nextDelay

@@ -1,3 +1,4 @@
+import LinkcondBase
 import RouteNetlink
 
 /// How the reachability prober probes, and how it turns rounds into states. Every setting has a default
@@ -50,7 +51,7 @@ public struct ReachabilitySettings: Sendable, Equatable {
 
     public init(
         interval: Double = 1, timeout: Double = 5, failureThreshold: Int = 2, offlineBackoffInitial: Double = 1,
-        offlineBackoffMaximum: Double = 4, qualityWindow: Int = 20, host: String = "server.linkcond.test",
+        offlineBackoffMaximum: Double = 4, qualityWindow: Int = 20, host: String = SandboxPlan.serverName,
         path: String = "/generate_204", port: UInt16 = 80, nameservers: [IPAddress]? = nil, dnsPort: UInt16 = 53,
         dnsRetransmitInterval: Double = 1, streamBufferSize: Int = 64
     ) {

@@ -1,4 +1,5 @@
 import Glibc
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
 
@@ -22,11 +23,11 @@ final class ProbeSocket {
         var type: Int32
 
         static func tcp(_ address: IPAddress) -> Kind {
-            Kind(family: address.isIPv4 ? AF_INET : AF_INET6, type: Int32(SOCK_STREAM.rawValue))
+            Kind(family: address.family.socketDomain, type: Int32(SOCK_STREAM.rawValue))
         }
 
         static func udp(_ address: IPAddress) -> Kind {
-            Kind(family: address.isIPv4 ? AF_INET : AF_INET6, type: Int32(SOCK_DGRAM.rawValue))
+            Kind(family: address.family.socketDomain, type: Int32(SOCK_DGRAM.rawValue))
         }
     }
 
@@ -61,7 +62,7 @@ final class ProbeSocket {
     /// Starts a connect (TCP) or sets the peer (UDP). Nil when it completed or is in progress, the failure
     /// otherwise.
     func connect(to address: IPAddress, port: UInt16) -> ProbeFailure? {
-        let result = withSocketAddress(address, port: port) { Glibc.connect(fd, $0, $1) }
+        let result = SocketAddress(address, port: port).withSockaddr { Glibc.connect(fd, $0, $1) }
         if result == 0 || errno == EINPROGRESS { return nil }
         return .system("connect", errno)
     }
@@ -91,25 +92,6 @@ final class ProbeSocket {
         if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return nil }
         return .failure(.system("receive", errno))
     }
-
-    private func withSocketAddress<R>(_ address: IPAddress, port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-        if address.isIPv4 {
-            var v4 = sockaddr_in()
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = port.bigEndian
-            withUnsafeMutableBytes(of: &v4.sin_addr) { $0.copyBytes(from: address.bytes) }
-            return withUnsafePointer(to: &v4) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        var v6 = sockaddr_in6()
-        v6.sin6_family = sa_family_t(AF_INET6)
-        v6.sin6_port = port.bigEndian
-        withUnsafeMutableBytes(of: &v6.sin6_addr) { $0.copyBytes(from: address.bytes) }
-        return withUnsafePointer(to: &v6) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-        }
-    }
 }
 
 /// Why a probe failed, as the text that goes into ``ProbeResult/error``.
@@ -133,7 +115,7 @@ struct ProbeFailure: Error, Equatable, CustomStringConvertible {
 /// Monotonic time in seconds, for deadlines.
 enum ProbeClock {
     static func now() -> Double {
-        seconds(PathMonitor.monotonicNanoseconds())
+        MonotonicClock.seconds()
     }
 
     /// Monotonic nanoseconds as seconds.

@@ -1,3 +1,4 @@
+import LinkcondBase
 import RouteNetlink
 
 /// Turns probe rounds into reachability states, link quality and the pause before the next round.

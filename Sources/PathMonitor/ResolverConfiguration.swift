@@ -1,4 +1,5 @@
 import Glibc
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
 

@@ -45,3 +45,18 @@ public struct Profile: Sendable, Equatable {
             && scalars.allSatisfy { isAlphanumeric($0) || "-_.".unicodeScalars.contains($0) }
     }
 }
+
+/// Which way packets go on a link.
+public enum LinkDirection: String, Sendable, Codable, CaseIterable {
+    /// From the device towards the network: the profile's `uplink`.
+    case uplink
+    /// From the network towards the device: the profile's `downlink`.
+    case downlink
+}
+
+extension Profile {
+    /// The conditions of `direction`.
+    public func conditions(_ direction: LinkDirection) -> LinkConditions {
+        direction == .uplink ? uplink : downlink
+    }
+}

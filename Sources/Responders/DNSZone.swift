@@ -1,3 +1,4 @@
+import LinkcondBase
 /// The answers of the sandbox's authoritative DNS server for one zone. Pure: bytes in, bytes out.
 ///
 /// - The apex and every name below it (`server.linkcond.test`, `x.y.linkcond.test`), compared
@@ -32,10 +33,10 @@ public struct DNSZone: Sendable, Equatable {
     /// The zone the configuration describes.
     public init(configuration: ResponderConfiguration) throws(ResponderError) {
         guard let apex = DNSName(configuration.zone) else { throw .invalidZone(configuration.zone) }
-        guard let ipv4 = IPAddress.parseIPv4(configuration.ipv4Address) else {
+        guard let ipv4 = IPAddress(configuration.ipv4Address).flatMap({ $0.isIPv4 ? $0.bytes : nil }) else {
             throw .invalidAddress(field: "ipv4Address", value: configuration.ipv4Address)
         }
-        guard let ipv6 = IPAddress.parseIPv6(configuration.ipv6Address) else {
+        guard let ipv6 = IPAddress(configuration.ipv6Address).flatMap({ $0.isIPv4 ? nil : $0.bytes }) else {
             throw .invalidAddress(field: "ipv6Address", value: configuration.ipv6Address)
         }
         self.init(apex: apex, ipv4Address: ipv4, ipv6Address: ipv6, ttl: configuration.dnsTTL)

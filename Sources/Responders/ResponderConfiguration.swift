@@ -1,3 +1,5 @@
+import LinkcondBase
+
 /// What the sandbox's server responders answer and where they listen.
 ///
 /// The defaults match the sandbox's server namespace (`lc-server`): zone `linkcond.test`, addresses from the
@@ -29,18 +31,18 @@ public struct ResponderConfiguration: Sendable, Equatable {
     /// Default 256.
     public var maxConnections: Int
 
-    /// The default zone, `linkcond.test`.
-    public static let defaultZone = "linkcond.test"
+    /// The default zone, the sandbox's (`linkcond.test`).
+    public static let defaultZone = SandboxPlan.zone
     /// The default listening addresses: every IPv4 and every IPv6 address.
     public static let allAddresses = ["0.0.0.0", "::"]
 
     public init(
         zone: String = ResponderConfiguration.defaultZone,
-        ipv4Address: String = "198.19.0.2",
-        ipv6Address: String = "2001:2:0:100::2",
-        httpPort: UInt16 = 80,
-        echoPort: UInt16 = 7,
-        dnsPort: UInt16 = 53,
+        ipv4Address: String = SandboxPlan.serverIPv4.description,
+        ipv6Address: String = SandboxPlan.serverIPv6.description,
+        httpPort: UInt16 = SandboxPlan.httpPort,
+        echoPort: UInt16 = SandboxPlan.echoPort,
+        dnsPort: UInt16 = SandboxPlan.dnsPort,
         bindAddresses: [String] = ResponderConfiguration.allAddresses,
         portalFlagPath: String? = nil,
         dnsTTL: UInt32 = 5,

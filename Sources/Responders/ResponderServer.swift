@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import LinkcondBase
 import Synchronization
 
 /// The sandbox's server side: HTTP probe endpoint, TCP/UDP echo and DNS, on every configured address.

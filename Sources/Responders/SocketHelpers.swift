@@ -1,68 +1,9 @@
 import Glibc
-
-/// IP literal parsing (inet_pton).
-enum IPAddress {
-    /// The four bytes of a dotted-quad IPv4 literal.
-    static func parseIPv4(_ text: String) -> [UInt8]? {
-        var address = in_addr()
-        guard inet_pton(AF_INET, text, &address) == 1 else { return nil }
-        return withUnsafeBytes(of: &address) { Array($0) }
-    }
-
-    /// The sixteen bytes of an IPv6 literal (no brackets, no zone index).
-    static func parseIPv6(_ text: String) -> [UInt8]? {
-        var address = in6_addr()
-        guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
-        return withUnsafeBytes(of: &address) { Array($0) }
-    }
-}
+import LinkcondBase
 
 /// TCP or UDP.
 enum TransportProtocol: String, Sendable {
     case tcp, udp
-}
-
-/// A socket address of either family, with the text form used in messages (`[::]:80`, `0.0.0.0:80`).
-struct SocketAddress {
-    var storage = sockaddr_storage()
-    var length: socklen_t
-    var family: Int32
-    var text: String
-
-    /// Nil when `ip` is neither an IPv4 nor an IPv6 literal.
-    init?(ip: String, port: UInt16) {
-        if let bytes = IPAddress.parseIPv4(ip) {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: bytes) }
-            withUnsafeMutableBytes(of: &storage) { raw in
-                withUnsafeBytes(of: &address) { raw.copyMemory(from: $0) }
-            }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            family = AF_INET
-            text = "\(ip):\(port)"
-        } else if let bytes = IPAddress.parseIPv6(ip) {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = port.bigEndian
-            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: bytes) }
-            withUnsafeMutableBytes(of: &storage) { raw in
-                withUnsafeBytes(of: &address) { raw.copyMemory(from: $0) }
-            }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            family = AF_INET6
-            text = "[\(ip)]:\(port)"
-        } else {
-            return nil
-        }
-    }
-
-    func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result {
-        withUnsafeBytes(of: storage) { raw in
-            body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), length)
-        }
-    }
 }
 
 /// Thin wrappers over the socket calls the responders use.
@@ -74,7 +15,7 @@ enum Sockets {
     ) throws(ResponderError) -> Int32 {
         let endpoint = "\(address.text)/\(transport.rawValue)"
         let type = transport == .tcp ? SOCK_STREAM : SOCK_DGRAM
-        let fd = socket(address.family, Int32(type.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(address.family.socketDomain, Int32(type.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw .cannotListen(endpoint: endpoint, step: "socket", errno: errno) }
         func fail(_ step: String) -> ResponderError {
             let code = errno
@@ -82,7 +23,7 @@ enum Sockets {
             return .cannotListen(endpoint: endpoint, step: step, errno: code)
         }
         guard setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1) else { throw fail("setsockopt(SO_REUSEADDR)") }
-        if address.family == AF_INET6 {
+        if address.family == .inet6 {
             guard setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1) else { throw fail("setsockopt(IPV6_V6ONLY)") }
         }
         let bound = address.withSockaddr { bind(fd, $0, $1) }

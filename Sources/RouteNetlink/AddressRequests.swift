@@ -1,4 +1,5 @@
 import CMnl
+import LinkcondBase
 import Netlink
 
 /// The rtnetlink address requests linkcond sends, laid out as `ip addr` lays them out.
@@ -17,11 +18,11 @@ public enum AddressRequest {
         build(type: UInt16(RTM_DELADDR), flags: 0, prefix, interfaceIndex, noDAD: false)
     }
 
-    /// `ip addr show`: a dump of every address of `family` (`AF_UNSPEC` for both).
-    public static func dump(family: UInt8 = UInt8(AF_UNSPEC)) -> NetlinkMessageBuilder {
+    /// `ip addr show`: a dump of every address of `family` (nil: both).
+    public static func dump(family: AddressFamily? = nil) -> NetlinkMessageBuilder {
         let message = NetlinkMessageBuilder(type: UInt16(RTM_GETADDR), flags: 0)
         var header = ifaddrmsg()
-        header.ifa_family = family
+        header.ifa_family = family?.rawValue ?? UInt8(AF_UNSPEC)
         message.putStruct(header)
         return message
     }
@@ -31,7 +32,7 @@ public enum AddressRequest {
     ) -> NetlinkMessageBuilder {
         let message = NetlinkMessageBuilder(type: type, flags: flags)
         var header = ifaddrmsg()
-        header.ifa_family = prefix.address.family
+        header.ifa_family = prefix.address.family.rawValue
         header.ifa_prefixlen = prefix.length
         header.ifa_flags = noDAD ? UInt8(IFA_F_NODAD) : 0
         header.ifa_index = UInt32(bitPattern: interfaceIndex)

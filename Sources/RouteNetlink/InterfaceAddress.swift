@@ -1,4 +1,5 @@
 import CMnl
+import LinkcondBase
 import Netlink
 
 /// An address on an interface, as `ip addr show` reports it, decoded from `RTM_NEWADDR`.
@@ -7,12 +8,13 @@ public struct InterfaceAddress: Sendable, Equatable {
     public var interfaceIndex: Int32
     /// The address and prefix length (`IFA_LOCAL`, or `IFA_ADDRESS` when there is no local address).
     public var prefix: IPPrefix
-    /// `ifa_scope` (`RT_SCOPE_UNIVERSE` 0, `RT_SCOPE_LINK` 253, `RT_SCOPE_HOST` 254).
-    public var scope: UInt8
-    /// `IFA_FLAGS` (or `ifa_flags`): `IFA_F_TENTATIVE`, `IFA_F_NODAD`, `IFA_F_DADFAILED`…
-    public var flags: UInt32
+    /// `ifa_scope`.
+    public var scope: RouteScope
+    /// `IFA_FLAGS` (or `ifa_flags`).
+    public var flags: AddressFlags
 
-    public init(interfaceIndex: Int32, prefix: IPPrefix, scope: UInt8 = 0, flags: UInt32 = 0) {
+    /// An address as a decoded `RTM_NEWADDR` carries it.
+    public init(interfaceIndex: Int32, prefix: IPPrefix, scope: RouteScope = .universe, flags: AddressFlags = []) {
         self.interfaceIndex = interfaceIndex
         self.prefix = prefix
         self.scope = scope
@@ -20,7 +22,7 @@ public struct InterfaceAddress: Sendable, Equatable {
     }
 
     /// True while IPv6 duplicate address detection has not finished (the address cannot be used yet).
-    public var isTentative: Bool { flags & UInt32(IFA_F_TENTATIVE) != 0 }
+    public var isTentative: Bool { flags.contains(.tentative) }
 
     /// Decodes an `RTM_NEWADDR` (or `RTM_DELADDR`) message.
     public static func decode(_ message: NetlinkMessage) throws(RouteNetlinkError) -> InterfaceAddress {
@@ -41,12 +43,13 @@ public struct InterfaceAddress: Sendable, Equatable {
             }
         }
         if let error = attributes.error { throw .malformed(what: "address", detail: error.description) }
-        guard let chosen = local ?? address, chosen.family == header.ifa_family,
+        guard let chosen = local ?? address, chosen.family.rawValue == header.ifa_family,
             let prefix = IPPrefix(address: chosen, length: header.ifa_prefixlen)
         else {
             throw .malformed(what: "address", detail: "no usable IFA_LOCAL/IFA_ADDRESS for family \(header.ifa_family)")
         }
         return InterfaceAddress(
-            interfaceIndex: Int32(bitPattern: header.ifa_index), prefix: prefix, scope: header.ifa_scope, flags: flags)
+            interfaceIndex: Int32(bitPattern: header.ifa_index), prefix: prefix, scope: RouteScope(rawValue: header.ifa_scope),
+            flags: AddressFlags(rawValue: flags))
     }
 }

@@ -26,10 +26,10 @@ public struct Link: Sendable, Equatable {
     public var name: String
     /// `IFLA_INFO_KIND` inside `IFLA_LINKINFO` (`veth`, `ifb`…), nil for devices without one (loopback, hardware).
     public var kind: String?
-    /// `ifi_flags` (`IFF_UP`, `IFF_LOWER_UP`, `IFF_LOOPBACK`…).
-    public var flags: UInt32
-    /// `ifi_type`: the ARP hardware type (`ARPHRD_ETHER`, `ARPHRD_LOOPBACK`…).
-    public var hardwareType: UInt16
+    /// `ifi_flags`.
+    public var flags: LinkFlags
+    /// `ifi_type`: the ARP hardware type.
+    public var hardwareType: HardwareType
     /// `IFLA_OPERSTATE`.
     public var operationalState: OperationalState
     /// `IFLA_CARRIER`: true when the link has carrier (for a veth: the peer is up).
@@ -42,7 +42,7 @@ public struct Link: Sendable, Equatable {
     public var linkIndex: Int32?
 
     public init(
-        index: Int32, name: String, kind: String? = nil, flags: UInt32 = 0, hardwareType: UInt16 = 0,
+        index: Int32, name: String, kind: String? = nil, flags: LinkFlags = [], hardwareType: HardwareType = .ether,
         operationalState: OperationalState = .unknown, carrier: Bool = false, mtu: UInt32 = 0,
         hardwareAddress: [UInt8] = [], linkIndex: Int32? = nil
     ) {
@@ -59,9 +59,9 @@ public struct Link: Sendable, Equatable {
     }
 
     /// True when the administrator set the link up (`IFF_UP`).
-    public var isUp: Bool { flags & UInt32(IFF_UP.rawValue) != 0 }
+    public var isUp: Bool { flags.contains(.up) }
     /// True for the loopback device (`IFF_LOOPBACK`).
-    public var isLoopback: Bool { flags & UInt32(IFF_LOOPBACK.rawValue) != 0 }
+    public var isLoopback: Bool { flags.contains(.loopback) }
 
     /// The hardware address as `02:fc:00:00:00:01`.
     public var hardwareAddressText: String {
@@ -77,7 +77,8 @@ public struct Link: Sendable, Equatable {
         guard let info = payload.load(ifinfomsg.self, at: 0) else {
             throw .malformed(what: "link", detail: "\(payload.count) bytes, an ifinfomsg needs 16")
         }
-        var link = Link(index: info.ifi_index, name: "", flags: info.ifi_flags, hardwareType: info.ifi_type)
+        var link = Link(
+            index: info.ifi_index, name: "", flags: LinkFlags(rawValue: info.ifi_flags), hardwareType: HardwareType(rawValue: info.ifi_type))
         var attributes = AttributeDecoder(payload[MemoryLayout<ifinfomsg>.size...], operation: "decode link")
         while attributes.next() {
             switch Int(attributes.type) {

@@ -1,10 +1,11 @@
 import CMnl
+import LinkcondBase
 import Netlink
 
 /// A route, as `ip route show` reports it, decoded from `RTM_NEWROUTE`.
 public struct Route: Sendable, Equatable {
-    /// `AF_INET` or `AF_INET6`.
-    public var family: UInt8
+    /// IPv4 or IPv6 (`rtm_family`).
+    public var family: AddressFamily
     /// The destination (`RTA_DST` with `rtm_dst_len`); nil for the default route.
     public var destination: IPPrefix?
     /// `RTA_GATEWAY`.
@@ -13,19 +14,19 @@ public struct Route: Sendable, Equatable {
     public var outputInterface: Int32?
     /// `RTA_PRIORITY`: the metric.
     public var metric: UInt32?
-    /// The table (`RTA_TABLE`, or `rtm_table`); 254 is `main`.
-    public var table: UInt32
-    /// `rtm_type`: `RTN_UNICAST` 1, `RTN_LOCAL` 2, `RTN_BROADCAST` 3, `RTN_UNREACHABLE` 7…
-    public var type: UInt8
+    /// The table (`RTA_TABLE`, or `rtm_table`).
+    public var table: RouteTable
+    /// `rtm_type`.
+    public var type: RouteType
     /// `rtm_scope`.
-    public var scope: UInt8
-    /// `rtm_protocol`: `RTPROT_KERNEL` 2, `RTPROT_BOOT` 3, `RTPROT_STATIC` 4…
-    public var routingProtocol: UInt8
+    public var scope: RouteScope
+    /// `rtm_protocol`.
+    public var routingProtocol: RouteProtocol
 
     public init(
-        family: UInt8, destination: IPPrefix? = nil, gateway: IPAddress? = nil, outputInterface: Int32? = nil,
-        metric: UInt32? = nil, table: UInt32 = UInt32(RT_TABLE_MAIN.rawValue), type: UInt8 = UInt8(RTN_UNICAST),
-        scope: UInt8 = 0, routingProtocol: UInt8 = UInt8(RTPROT_BOOT)
+        family: AddressFamily, destination: IPPrefix? = nil, gateway: IPAddress? = nil, outputInterface: Int32? = nil,
+        metric: UInt32? = nil, table: RouteTable = .main, type: RouteType = .unicast,
+        scope: RouteScope = .universe, routingProtocol: RouteProtocol = .boot
     ) {
         self.family = family
         self.destination = destination
@@ -48,8 +49,9 @@ public struct Route: Sendable, Equatable {
             throw .malformed(what: "route", detail: "\(payload.count) bytes, an rtmsg needs 12")
         }
         var route = Route(
-            family: header.rtm_family, table: UInt32(header.rtm_table), type: header.rtm_type,
-            scope: header.rtm_scope, routingProtocol: header.rtm_protocol)
+            family: AddressFamily(rawValue: header.rtm_family), table: RouteTable(rawValue: UInt32(header.rtm_table)),
+            type: RouteType(rawValue: header.rtm_type), scope: RouteScope(rawValue: header.rtm_scope),
+            routingProtocol: RouteProtocol(rawValue: header.rtm_protocol))
         var attributes = AttributeDecoder(payload[MemoryLayout<rtmsg>.size...], operation: "decode route")
         while attributes.next() {
             switch UInt32(attributes.type) {
@@ -60,7 +62,7 @@ public struct Route: Sendable, Equatable {
             case RTA_GATEWAY.rawValue: route.gateway = IPAddress(bytes: attributes.payload)
             case RTA_OIF.rawValue: route.outputInterface = attributes.int32()
             case RTA_PRIORITY.rawValue: route.metric = attributes.uint32()
-            case RTA_TABLE.rawValue: route.table = attributes.uint32()
+            case RTA_TABLE.rawValue: route.table = RouteTable(rawValue: attributes.uint32())
             default: break
             }
         }

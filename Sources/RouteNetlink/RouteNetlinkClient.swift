@@ -1,5 +1,6 @@
 import CMnl
 import Glibc
+import LinkcondBase
 import Netlink
 
 /// A network namespace as the target of a request: an open descriptor of `/run/netns/NAME` and the name,
@@ -179,15 +180,15 @@ public final class RouteNetlinkClient: Sendable {
 
     // MARK: Routes
 
-    private func routeText(_ verb: String, _ destination: IPPrefix?, _ gateway: IPAddress?, _ name: String, _ metric: UInt32?, _ family: UInt8) -> String {
-        var text = ipPrefix + (family == UInt8(AF_INET6) ? " -6" : "") + " route \(verb) \(destination.map(\.description) ?? "default")"
+    private func routeText(_ verb: String, _ destination: IPPrefix?, _ gateway: IPAddress?, _ name: String, _ metric: UInt32?, _ family: AddressFamily) -> String {
+        var text = ipPrefix + (family == .inet6 ? " -6" : "") + " route \(verb) \(destination.map(\.description) ?? "default")"
         if let gateway { text += " via \(gateway)" }
         text += " dev \(name)"
         if let metric { text += " metric \(metric)" }
         return text
     }
 
-    private static func family(_ destination: IPPrefix?, _ gateway: IPAddress?) throws(RouteNetlinkError) -> UInt8 {
+    private static func family(_ destination: IPPrefix?, _ gateway: IPAddress?) throws(RouteNetlinkError) -> AddressFamily {
         switch (destination?.address.family, gateway?.family) {
         case let (d?, g?) where d != g: throw .invalidArgument("destination \(destination!) and gateway \(gateway!) are of different families")
         case let (d?, _): return d
@@ -218,7 +219,7 @@ public final class RouteNetlinkClient: Sendable {
     }
 
     /// Every route of `family` in every table. Equivalent to `ip route show table all`.
-    public func routes(family: UInt8 = UInt8(AF_UNSPEC)) throws(RouteNetlinkError) -> [Route] {
+    public func routes(family: AddressFamily? = nil) throws(RouteNetlinkError) -> [Route] {
         var routes: [Route] = []
         for message in try dump(RouteRequest.dump(family: family), "\(ipPrefix) route show table all") where message.type == UInt16(RTM_NEWROUTE) {
             routes.append(try Route.decode(message))
@@ -263,7 +264,7 @@ public final class RouteNetlinkClient: Sendable {
     /// `tc filter add dev NAME parent PARENT protocol P prio N u32 match … flowid CLASS`.
     public func addFilter(_ filter: U32Filter, on name: String, parent: TrafficControlHandle) throws(RouteNetlinkError) {
         let index = try index(of: name)
-        let protocolName = filter.protocolNumber == 0x86dd ? "ipv6" : (filter.protocolNumber == 0x0800 ? "ip" : String(filter.protocolNumber, radix: 16))
+        let protocolName = filter.protocolNumber == .ipv6 ? "ipv6" : (filter.protocolNumber == .ipv4 ? "ip" : String(filter.protocolNumber.rawValue, radix: 16))
         try send(
             FilterRequest.add(filter, interfaceIndex: index, parent: parent),
             "\(tcPrefix) filter add dev \(name) parent \(parent) protocol \(protocolName) prio \(filter.priority) u32 flowid \(filter.classID)")

@@ -38,8 +38,8 @@ public struct U32Key: Sendable, Equatable {
 
 /// A u32 classifier that sends matching packets to a class: `tc filter add … u32 match … flowid CLASS`.
 public struct U32Filter: Sendable, Equatable {
-    /// `ETH_P_IP` (0x0800) or `ETH_P_IPV6` (0x86DD).
-    public var protocolNumber: UInt16
+    /// The packets it looks at: ``EtherType/ipv4`` or ``EtherType/ipv6`` (`protocol ip|ipv6`).
+    public var protocolNumber: EtherType
     /// The filter's priority (`prio`); each protocol needs a priority of its own.
     public var priority: UInt16
     /// All keys must match (`TC_U32_TERMINAL`).
@@ -47,7 +47,8 @@ public struct U32Filter: Sendable, Equatable {
     /// Where matching packets go (`flowid`).
     public var classID: TrafficControlHandle
 
-    public init(protocolNumber: UInt16, priority: UInt16, keys: [U32Key], classID: TrafficControlHandle) {
+    /// `tc filter add … protocol PROTOCOL prio PRIORITY u32 match KEYS… flowid CLASS`.
+    public init(protocolNumber: EtherType, priority: UInt16, keys: [U32Key], classID: TrafficControlHandle) {
         self.protocolNumber = protocolNumber
         self.priority = priority
         self.keys = keys
@@ -122,7 +123,7 @@ public enum FilterRequest {
         var header = tcmsg()
         header.tcm_ifindex = interfaceIndex
         header.tcm_parent = parent.rawValue
-        header.tcm_info = UInt32(filter.priority) << 16 | UInt32(filter.protocolNumber.bigEndian)
+        header.tcm_info = UInt32(filter.priority) << 16 | UInt32(filter.protocolNumber.rawValue.bigEndian)
         message.putStruct(header)
         filter.encode(into: message)
         return message

@@ -3,10 +3,12 @@ import Conditioning
 import Dispatch
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import PathMonitor
 import Responders
 import RouteNetlink
+import Sandboxing
 import Timeline
 
 /// A conditioned sandbox with everything watching it, for scenarios and for users' own tests:
@@ -135,9 +137,9 @@ public final class LinkLab: @unchecked Sendable {
 
     private static func startServer(for sandbox: Sandbox) throws -> ResponderServer {
         let configuration = ResponderConfiguration(
-            zone: SandboxTopology.zone, ipv4Address: SandboxTopology.serverIPv4.description,
-            ipv6Address: SandboxTopology.serverIPv6.description, httpPort: SandboxTopology.httpPort,
-            echoPort: SandboxTopology.echoPort, dnsPort: SandboxTopology.dnsPort, portalFlagPath: sandbox.portalFlagPath)
+            zone: SandboxPlan.zone, ipv4Address: SandboxPlan.serverIPv4.description,
+            ipv6Address: SandboxPlan.serverIPv6.description, httpPort: SandboxPlan.httpPort,
+            echoPort: SandboxPlan.echoPort, dnsPort: SandboxPlan.dnsPort, portalFlagPath: sandbox.portalFlagPath)
         let server = ResponderServer(configuration: configuration)
         let serverNamespace = try NamedNamespace(existing: sandbox.topology.serverNamespace)
         // Sockets opened on the namespace's thread stay in the server namespace; the server's own threads
@@ -197,9 +199,9 @@ public final class LinkLab: @unchecked Sendable {
     // MARK: Conditions
 
     private func recordConditions(_ state: String, action: String, profile: String? = nil, _ body: () throws -> Int) throws {
-        let started = TimelineClock.now()
+        let started = MonotonicClock.nanoseconds()
         let requests = try body()
-        let milliseconds = Double(TimelineClock.now() - started) / 1e6
+        let milliseconds = Double(MonotonicClock.nanoseconds() - started) / 1e6
         var details: [String: TimelineValue] = ["action": .string(action), "netlinkMs": .number(milliseconds), "requests": .number(Double(requests))]
         if let profile { details["profile"] = .string(profile) }
         try recorder.record(TimelineEvent(
@@ -270,10 +272,10 @@ public final class LinkLab: @unchecked Sendable {
     /// Waits until the path monitor reports `status`; returns the update. Throws ``LabError/timedOut``.
     @discardableResult
     public func waitForPath(_ status: NetworkPath.Status, within seconds: Double) async throws -> PathUpdate {
-        let deadline = TimelineClock.now() + UInt64(seconds * 1e9)
+        let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
         while true {
             if let update = monitor.currentUpdate, update.path.status == status { return update }
-            guard TimelineClock.now() < deadline else {
+            guard MonotonicClock.nanoseconds() < deadline else {
                 throw LabError.timedOut(what: "path \(status)", seconds: seconds, last: monitor.currentPath?.summary ?? "none")
             }
             try await Task.sleep(nanoseconds: 5_000_000)
@@ -282,9 +284,9 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Waits until the prober reports `state`. Throws ``LabError/timedOut``.
     public func waitForReachability(_ state: ReachabilityState, within seconds: Double) async throws {
-        let deadline = TimelineClock.now() + UInt64(seconds * 1e9)
+        let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
         while prober.currentState != state {
-            guard TimelineClock.now() < deadline else {
+            guard MonotonicClock.nanoseconds() < deadline else {
                 throw LabError.timedOut(what: "reachability \(state)", seconds: seconds, last: prober.currentState.rawValue)
             }
             try await Task.sleep(nanoseconds: 10_000_000)

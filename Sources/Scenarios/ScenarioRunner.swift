@@ -2,6 +2,7 @@ import Conditioning
 import Foundation
 import Glibc
 import PathMonitor
+import Sandboxing
 import Timeline
 
 /// Where a run stands, for a live progress line.

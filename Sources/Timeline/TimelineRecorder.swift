@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LinkcondBase
 import Synchronization
 
 /// The error type of the timeline layer.
@@ -32,7 +33,7 @@ public final class TimelineRecorder: Sendable {
     private let observers: Mutex<[@Sendable (TimelineEvent) -> Void]> = Mutex([])
 
     /// Creates (or truncates) the file at `path` and starts the run's clock.
-    public init(path: String, origin: UInt64 = TimelineClock.now()) throws(TimelineError) {
+    public init(path: String, origin: UInt64 = MonotonicClock.nanoseconds()) throws(TimelineError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .io(path: path, operation: "create", errno: errno) }
         self.path = path
@@ -46,7 +47,7 @@ public final class TimelineRecorder: Sendable {
 
     /// Nanoseconds since the run's start, now.
     public func now() -> UInt64 {
-        TimelineClock.now() &- origin
+        MonotonicClock.nanoseconds() &- origin
     }
 
     /// Converts a CLOCK_MONOTONIC time (as monitors stamp their updates) into run time.
@@ -99,15 +100,6 @@ public final class TimelineRecorder: Sendable {
 
     /// Events recorded so far.
     public var count: Int { state.withLock { $0.count } }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds.
-public enum TimelineClock {
-    public static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-    }
 }
 
 /// Reads an `events.jsonl` back, in time order. A last line cut short by a crash is skipped, not fatal;

@@ -8,6 +8,7 @@ import Conditioning
 import Netlink
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import PathMonitor
 import RouteNetlink

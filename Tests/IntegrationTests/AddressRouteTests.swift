@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import Netlink
 import RouteNetlink
@@ -42,10 +43,10 @@ final class AddressRouteTests: IntegrationTestCase {
         let v6 = onX0.first { $0.prefix == Self.v6X }
         XCTAssertNotNil(v4, "addresses on x0: \(onX0.map(\.prefix))")
         XCTAssertNotNil(v6, "addresses on x0: \(onX0.map(\.prefix))")
-        XCTAssertEqual(v4?.scope, 0, "global scope expected")
-        XCTAssertEqual(v6?.scope, 0, "global scope expected")
+        XCTAssertEqual(v4?.scope, .universe, "global scope expected")
+        XCTAssertEqual(v6?.scope, .universe, "global scope expected")
         XCTAssertEqual(v6?.isTentative, false, "a nodad address must be usable at once")
-        XCTAssertEqual((v6?.flags ?? 0) & 0x02, 0x02, "IFA_F_NODAD not reported")
+        XCTAssertEqual(v6?.flags.contains(.noDAD), true, "IFA_F_NODAD not reported")
         // The kernel's own link-local address is there too (and is the only other IPv6 one).
         XCTAssertTrue(onX0.contains { $0.prefix.address.isLinkLocal }, "\(onX0.map(\.prefix))")
         // None of it shows on the other side.
@@ -94,35 +95,35 @@ final class AddressRouteTests: IntegrationTestCase {
         try p.linksX.addRoute(destination: onLink, gateway: nil, interface: "x0", metric: 10)
         try p.linksX.addRoute(destination: nil, gateway: gateway6, interface: "x0", metric: 60)
 
-        let main = try p.linksX.routes().filter { $0.table == 254 }
-        let default4 = main.first { $0.family == UInt8(AF_INET) && $0.isDefault }
+        let main = try p.linksX.routes().filter { $0.table == .main }
+        let default4 = main.first { $0.family == .inet && $0.isDefault }
         XCTAssertEqual(default4?.gateway, gateway4)
         XCTAssertEqual(default4?.metric, 50)
         XCTAssertEqual(default4?.outputInterface, x0)
-        XCTAssertEqual(default4?.type, 1, "RTN_UNICAST")
-        XCTAssertEqual(default4?.routingProtocol, 3, "RTPROT_BOOT, as `ip route add` uses")
+        XCTAssertEqual(default4?.type, .unicast, "RTN_UNICAST")
+        XCTAssertEqual(default4?.routingProtocol, .boot, "RTPROT_BOOT, as `ip route add` uses")
 
         let viaRoute = main.first { $0.destination == via }
         XCTAssertEqual(viaRoute?.gateway, gateway4)
         XCTAssertNil(viaRoute?.metric, "IPv4 metric 0 is not reported")
         XCTAssertEqual(viaRoute?.outputInterface, x0)
-        XCTAssertEqual(viaRoute?.scope, 0, "RT_SCOPE_UNIVERSE")
+        XCTAssertEqual(viaRoute?.scope, .universe, "RT_SCOPE_UNIVERSE")
 
         let onLinkRoute = main.first { $0.destination == onLink }
         XCTAssertNil(onLinkRoute?.gateway)
         XCTAssertEqual(onLinkRoute?.metric, 10)
-        XCTAssertEqual(onLinkRoute?.scope, 253, "a route without gateway is scope link")
+        XCTAssertEqual(onLinkRoute?.scope, .link, "a route without gateway is scope link")
         XCTAssertEqual(onLinkRoute?.outputInterface, x0)
 
-        let default6 = main.first { $0.family == UInt8(AF_INET6) && $0.isDefault && $0.type == 1 }
+        let default6 = main.first { $0.family == .inet6 && $0.isDefault && $0.type == .unicast }
         XCTAssertEqual(default6?.gateway, gateway6)
         XCTAssertEqual(default6?.metric, 60)
         XCTAssertEqual(default6?.outputInterface, x0)
 
         // The kernel's own prefix route for the address is read back as well.
-        XCTAssertTrue(main.contains { $0.destination == IPPrefix("198.18.10.0/24") && $0.routingProtocol == 2 })
+        XCTAssertTrue(main.contains { $0.destination == IPPrefix("198.18.10.0/24") && $0.routingProtocol == .kernel })
         // Routes of one family only.
-        XCTAssertTrue(try p.linksX.routes(family: UInt8(AF_INET6)).allSatisfy { $0.family == UInt8(AF_INET6) })
+        XCTAssertTrue(try p.linksX.routes(family: .inet6).allSatisfy { $0.family == .inet6 })
 
         let shown4 = try Command.ip(["-n", p.x.name, "route", "show"])
         XCTAssertTrue(shown4.output.contains("default via 198.18.10.2 dev x0 metric 50"), shown4.output)
@@ -142,8 +143,8 @@ final class AddressRouteTests: IntegrationTestCase {
         try p.linksX.deleteRoute(destination: onLink, gateway: nil, interface: "x0", metric: 10)
         try p.linksX.deleteRoute(destination: nil, gateway: gateway6, interface: "x0", metric: 60)
 
-        let after = try p.linksX.routes().filter { $0.table == 254 }
-        XCTAssertFalse(after.contains { $0.isDefault && $0.type == 1 }, "\(after)")
+        let after = try p.linksX.routes().filter { $0.table == .main }
+        XCTAssertFalse(after.contains { $0.isDefault && $0.type == .unicast }, "\(after)")
         XCTAssertFalse(after.contains { $0.destination == via || $0.destination == onLink }, "\(after)")
         let shownAfter = try Command.ip(["-n", p.x.name, "route", "show"])
         XCTAssertFalse(shownAfter.output.contains("default"), shownAfter.output)

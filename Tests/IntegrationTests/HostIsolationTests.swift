@@ -1,6 +1,7 @@
 import Conditioning
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
 import XCTest
@@ -20,8 +21,8 @@ final class HostIsolationTests: SandboxTestCase {
         XCTAssertEqual(try sandbox.up(cellular: true, server: launch), .created)
         // Traffic inside the sandbox.
         let client = try sandbox.clientNamespace()
-        for server in [SandboxTopology.serverIPv4, SandboxTopology.serverIPv6] {
-            XCTAssertNotNil(try waitUntilReachable(client, server, port: SandboxTopology.httpPort), "\(server) unreachable")
+        for server in [SandboxPlan.serverIPv4, SandboxPlan.serverIPv6] {
+            XCTAssertNotNil(try waitUntilReachable(client, server, port: SandboxPlan.httpPort), "\(server) unreachable")
         }
         let during = try HostSnapshot.take()
         assertSame(before, during, "while the sandbox is up")

@@ -2,6 +2,7 @@ import Conditioning
 import Foundation
 import NetNamespace
 import PathMonitor
+import Sandboxing
 import Scenarios
 import Timeline
 import XCTest

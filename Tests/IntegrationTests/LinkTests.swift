@@ -38,7 +38,7 @@ final class LinkTests: IntegrationTestCase {
         for end in [endB, endC] {
             XCTAssertEqual(end.kind, "veth", "\(end.name)")
             XCTAssertEqual(end.mtu, 1500, "\(end.name)")
-            XCTAssertEqual(end.hardwareType, 1, "\(end.name): ARPHRD_ETHER expected")
+            XCTAssertEqual(end.hardwareType, .ether, "\(end.name): ARPHRD_ETHER expected")
             XCTAssertEqual(end.hardwareAddress.count, 6, "\(end.name)")
             XCTAssertNotEqual(end.hardwareAddress, [0, 0, 0, 0, 0, 0], "\(end.name)")
             XCTAssertEqual(end.hardwareAddress[0] & 0x01, 0, "\(end.name): a unicast MAC expected")

@@ -2,6 +2,7 @@ import Profiles
 import Conditioning
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import Responders
 import RouteNetlink
@@ -54,14 +55,14 @@ final class NetemProfileTests: NetemTestCase {
         let profile = try catalog().profile(named: "high-latency-dns")
         let measured = try makeMeasuredSandbox(server: true)
         let client = try measured.sandbox.clientNamespace()
-        let (v4, v6) = (SandboxTopology.serverIPv4, SandboxTopology.serverIPv6)
+        let (v4, v6) = (SandboxPlan.serverIPv4, SandboxPlan.serverIPv6)
         // Neighbour discovery for IPv6 finishes before the conditions go on.
-        XCTAssertNotNil(try waitUntilReachable(client, v6, port: SandboxTopology.httpPort), "no IPv6 path to the server")
-        XCTAssertNotNil(try waitUntilReachable(client, v4, port: SandboxTopology.httpPort), "no IPv4 path to the server")
+        XCTAssertNotNil(try waitUntilReachable(client, v6, port: SandboxPlan.httpPort), "no IPv6 path to the server")
+        XCTAssertNotNil(try waitUntilReachable(client, v4, port: SandboxPlan.httpPort), "no IPv4 path to the server")
         let table = NetemTable("high-latency-dns: DNS against the sandbox's server")
         defer { table.print() }
 
-        let control = try NetemDNSQuery.overUDP(client, server: v4, name: "server.\(SandboxTopology.zone)", type: .a, timeout: 2)
+        let control = try NetemDNSQuery.overUDP(client, server: v4, name: "server.\(SandboxPlan.zone)", type: .a, timeout: 2)
         table.check(control.seconds < 0.3, "dns udp", "ipv4", expected: "< 300.0 ms (no conditions)", measured: NetemFormat.ms(control.seconds),
                     "the unconditioned lookup is already slow")
         // getent as a program on the device runs it; starting a process takes a while in a TCG guest, so its
@@ -74,7 +75,7 @@ final class NetemProfileTests: NetemTestCase {
             var runs: [(seconds: Double, status: Int32)] = []
             for _ in 0..<3 {
                 let start = Date()
-                let (status, _) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxTopology.zone)"])
+                let (status, _) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxPlan.zone)"])
                 runs.append((Date().timeIntervalSince(start), status))
             }
             getentControl = runs.map(\.seconds).min() ?? 0
@@ -91,16 +92,16 @@ final class NetemProfileTests: NetemTestCase {
         let windowText = "\(NetemFormat.ms(window.lowerBound))…\(NetemFormat.ms(window.upperBound))"
 
         for (server, type, family) in [(v4, DNSRecordType.a, "ipv4"), (v6, DNSRecordType.aaaa, "ipv6")] {
-            let answer = try NetemDNSQuery.overUDP(client, server: server, name: "server.\(SandboxTopology.zone)", type: type, timeout: delay + 3)
+            let answer = try NetemDNSQuery.overUDP(client, server: server, name: "server.\(SandboxPlan.zone)", type: type, timeout: delay + 3)
             table.check(window.contains(answer.seconds), "dns udp", family, expected: windowText, measured: NetemFormat.ms(answer.seconds),
                         "a UDP lookup is not delayed by the profile's DNS delay")
             NetemDNSQuery.assertAnswer(answer.message, type: type, file: #filePath, line: #line)
         }
 
-        let connect = try NetemDNSQuery.tcpConnect(client, server: v4, port: SandboxTopology.httpPort, timeout: 2)
+        let connect = try NetemDNSQuery.tcpConnect(client, server: v4, port: SandboxPlan.httpPort, timeout: 2)
         table.check(connect < 0.3, "tcp :80", "ipv4", expected: "< 300.0 ms", measured: NetemFormat.ms(connect), "other traffic is delayed too")
 
-        let stream = try NetemDNSQuery.overTCP(client, server: v4, name: "server.\(SandboxTopology.zone)", type: .a, timeout: 2 * delay + 4)
+        let stream = try NetemDNSQuery.overTCP(client, server: v4, name: "server.\(SandboxPlan.zone)", type: .a, timeout: 2 * delay + 4)
         // The SYN to port 53 waits the DNS delay, then the query does (the answer comes straight back).
         table.check(window.contains(stream.connect), "dns tcp conn", "ipv4", expected: windowText, measured: NetemFormat.ms(stream.connect),
                     "the TCP handshake to port 53 is not delayed")
@@ -111,7 +112,7 @@ final class NetemProfileTests: NetemTestCase {
         // As a program on the device sees it: glibc's resolver with the sandbox's resolv.conf.
         if getent != nil {
             let start = Date()
-            let (status, output) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxTopology.zone)"])
+            let (status, output) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxPlan.zone)"])
             let seconds = Date().timeIntervalSince(start)
             // No faster than the DNS delay itself; no slower than the delay plus what the program took without it.
             let shifted = window.lowerBound...(window.upperBound + getentControl)
@@ -142,7 +143,7 @@ final class NetemProfileTests: NetemTestCase {
             try measured.backend.apply(profile)
             try checkReadBack(profile, measured, table, step: step)
             try checkRoundTrips(profile, measured, baseline, table, step: step)
-            let leaves = try NetemTCQdisc.show(namespace: measured.topology.clientNamespace, interface: SandboxTopology.wifiInterface)
+            let leaves = try NetemTCQdisc.show(namespace: measured.topology.clientNamespace, interface: SandboxPlan.wifiInterface)
             handles.append(leaves.first { $0.parent == "1:1" }?.handle ?? "?")
         }
         // Each switch grafts a new qdisc in place of the old one (handles alternate) under the same prio root.
@@ -152,8 +153,8 @@ final class NetemProfileTests: NetemTestCase {
         let cleared = try measured.backend.clear()
         XCTAssertEqual(cleared.count, 2, "clear should report both sites")
         for (namespace, interface, direction) in [
-            (measured.topology.clientNamespace, SandboxTopology.wifiInterface, "uplink"),
-            (measured.topology.routerNamespace, SandboxTopology.routerWifiInterface, "downlink"),
+            (measured.topology.clientNamespace, SandboxPlan.wifiInterface, "uplink"),
+            (measured.topology.routerNamespace, SandboxPlan.routerWifiInterface, "downlink"),
         ] {
             let qdiscs = try NetemTCQdisc.show(namespace: namespace, interface: interface)
             table.check(
@@ -236,7 +237,7 @@ enum NetemDNSQuery {
         defer { close(fd) }
         let (id, bytes) = try query(name: name, type: type)
         let start = Date()
-        let code = TestSocket.send(fd, bytes, to: server, port: SandboxTopology.dnsPort)
+        let code = TestSocket.send(fd, bytes, to: server, port: SandboxPlan.dnsPort)
         guard code == 0 else { throw TestSocket.Failure(what: "send a DNS query to \(server)", code: code) }
         while Date().timeIntervalSince(start) < timeout {
             guard let answer = try? TestSocket.receive(fd) else { continue }
@@ -265,7 +266,7 @@ enum NetemDNSQuery {
         let fd = try client.run { try TestSocket.open(for: server, type: Int32(SOCK_STREAM.rawValue), timeout: timeout) }
         defer { close(fd) }
         let start = Date()
-        let code = TestSocket.connect(fd, server, port: SandboxTopology.dnsPort)
+        let code = TestSocket.connect(fd, server, port: SandboxPlan.dnsPort)
         guard code == 0 else { throw TestSocket.Failure(what: "connect to \(server) port 53", code: code) }
         let connected = Date()
         let (id, bytes) = try query(name: name, type: type)
@@ -281,7 +282,7 @@ enum NetemDNSQuery {
 
     static func assertAnswer(_ message: DNSMessage, type: DNSRecordType, file: StaticString, line: UInt) {
         XCTAssertEqual(message.responseCode, .noError, file: file, line: line)
-        let expected = type == .a ? SandboxTopology.serverIPv4.bytes : SandboxTopology.serverIPv6.bytes
+        let expected = type == .a ? SandboxPlan.serverIPv4.bytes : SandboxPlan.serverIPv6.bytes
         XCTAssertTrue(message.answers.contains { $0.type == type && $0.data == expected }, "answers: \(message.answers)", file: file, line: line)
     }
 }

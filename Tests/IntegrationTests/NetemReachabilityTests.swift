@@ -1,6 +1,7 @@
 import Conditioning
 import Foundation
 import PathMonitor
+import Sandboxing
 import Scenarios
 import Timeline
 import XCTest

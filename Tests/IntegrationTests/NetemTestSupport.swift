@@ -2,8 +2,10 @@ import Profiles
 import Conditioning
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
+import Sandboxing
 import Synchronization
 import XCTest
 
@@ -519,11 +521,11 @@ struct NetemQueueBurst {
         let topology = measured.topology
         let client = try NamedNamespace(existing: topology.clientNamespace)
         let server = try NamedNamespace(existing: topology.serverNamespace)
-        let clientAddress = SandboxTopology.wifiSubnet.peerIPv4.address
+        let clientAddress = SandboxPlan.wifiSubnet.peerIPv4.address
         let (from, fromAddress, to, toAddress) = direction == .uplink
-            ? (client, clientAddress, server, SandboxTopology.serverIPv4) : (server, SandboxTopology.serverIPv4, client, clientAddress)
+            ? (client, clientAddress, server, SandboxPlan.serverIPv4) : (server, SandboxPlan.serverIPv4, client, clientAddress)
         let site = direction == .uplink
-            ? (topology.clientNamespace, SandboxTopology.wifiInterface, "1:1") : (topology.routerNamespace, SandboxTopology.routerWifiInterface, "")
+            ? (topology.clientNamespace, SandboxPlan.wifiInterface, "1:1") : (topology.routerNamespace, SandboxPlan.routerWifiInterface, "")
         func netemDrops() throws -> Int {
             let qdiscs = try NetemTCQdisc.show(namespace: site.0, interface: site.1)
             return qdiscs.first { $0.kind == "netem" && (site.2.isEmpty ? $0.root : $0.parent == site.2) }?.drops ?? -1
@@ -711,7 +713,7 @@ extension NetemTestCase {
     ) throws {
         let topology = measured.topology
         let prefix = step.isEmpty ? "" : step + " "
-        let client = try NetemTCQdisc.show(namespace: topology.clientNamespace, interface: SandboxTopology.wifiInterface)
+        let client = try NetemTCQdisc.show(namespace: topology.clientNamespace, interface: SandboxPlan.wifiInterface)
         let root = client.first { $0.root }
         let structure = client.map { "\($0.kind) \($0.handle) \($0.parent ?? "root")" }.joined(separator: ", ")
         table.check(
@@ -727,7 +729,7 @@ extension NetemTestCase {
                 differences.isEmpty, prefix + "tc netem", label, expected: expected.summary, measured: ExpectedNetem.summary(leaf.options),
                 differences.joined(separator: "; "), file: file, line: line)
         }
-        let router = try NetemTCQdisc.show(namespace: topology.routerNamespace, interface: SandboxTopology.routerWifiInterface)
+        let router = try NetemTCQdisc.show(namespace: topology.routerNamespace, interface: SandboxPlan.routerWifiInterface)
         let routerRoot = router.first { $0.root }
         table.check(
             routerRoot?.kind == "netem" && router.count == 1, prefix + "tc tree", "downlink", expected: "netem at the root",

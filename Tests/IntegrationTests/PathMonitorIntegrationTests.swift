@@ -2,10 +2,12 @@ import Conditioning
 import Dispatch
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import Netlink
 import PathMonitor
 import RouteNetlink
+import Sandboxing
 import Synchronization
 import XCTest
 
@@ -79,12 +81,6 @@ private struct MonitorLab: Sendable {
     var resolvConfPath: String { "\(client.etcPath)/resolv.conf" }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: the clock `PathUpdate.eventTime` and `.time` are read from.
-private func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-}
 
 /// Resident memory of this process in bytes (`/proc/self/statm`, second field).
 private func residentBytes() -> Int {
@@ -110,7 +106,7 @@ private func resolvConfNameservers(_ path: String) -> [IPAddress] {
 }
 
 final class PathMonitorIntegrationTests: SandboxTestCase {
-    typealias T = SandboxTopology
+    typealias T = SandboxPlan
 
     private static let wifiIPv4Gateway = T.wifiSubnet.routerIPv4.address
     private static let wifiIPv6Gateway = T.wifiSubnet.routerIPv6.address
@@ -225,7 +221,7 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         let index = try links.index(of: name)
         let message = LinkRequest.setUp(index: index, up)
         let operation = "ip -n \(links.namespace ?? "-") link set dev \(name) \(up ? "up" : "down")"
-        let t0 = monotonicNanoseconds()
+        let t0 = MonotonicClock.nanoseconds()
         try links.connection.request(message, operation: operation)
         return t0
     }
@@ -257,7 +253,7 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
     private func addDefaultRouteIfMissing(_ links: RouteNetlinkClient, via gateway: IPAddress, interface: String, metric: UInt32) throws {
         let index = try links.index(of: interface)
         let present = try links.routes().contains {
-            $0.isDefault && $0.table == 254 && $0.gateway == gateway && $0.outputInterface == index && ($0.metric ?? 0) == metric
+            $0.isDefault && $0.table == .main && $0.gateway == gateway && $0.outputInterface == index && ($0.metric ?? 0) == metric
         }
         if !present { try links.addRoute(destination: nil, gateway: gateway, interface: interface, metric: metric) }
     }
@@ -445,7 +441,7 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         waitUntilQuiet(monitor)
         try assertMatchesKernel(monitor, lab, "client wl0 down")
         XCTAssertFalse(
-            try lab.clientLinks.routes().contains { $0.isDefault && $0.family == UInt8(AF_INET) && $0.table == 254 },
+            try lab.clientLinks.routes().contains { $0.isDefault && $0.family == .inet && $0.table == .main },
             "the kernel was expected to flush wl0's IPv4 default route when wl0 went down")
 
         // (d) wl0 up again: carrier and the IPv4 address are back, no default route is -> noRoute.
@@ -831,7 +827,7 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         let requests = (0..<count).map { n in
             RouteRequest.add(
                 destination: IPPrefix("198.18.\(64 + n / 256).\(n % 256)/32")!, gateway: Self.wifiIPv4Gateway, interfaceIndex: index,
-                metric: nil, family: UInt8(AF_INET))
+                metric: nil, family: .inet)
         }
         let started = Date()
         for request in requests {

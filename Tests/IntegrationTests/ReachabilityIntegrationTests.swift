@@ -2,9 +2,11 @@ import Conditioning
 import Dispatch
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import PathMonitor
 import RouteNetlink
+import Sandboxing
 import Synchronization
 import XCTest
 
@@ -42,11 +44,6 @@ final class ReachabilityLog: Sendable {
 /// The prober against a real sandbox and the real `linkcond serve`. Each test builds its own sandbox
 /// (unique name, temporary store) and removes it, pass or fail.
 final class ReachabilityIntegrationTests: SandboxTestCase {
-    private static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
 
     /// Brings up a sandbox whose server is a captive portal while `portalFlag` exists; returns it with its
     /// client namespace, once the server answers on IPv4.
@@ -56,7 +53,7 @@ final class ReachabilityIntegrationTests: SandboxTestCase {
         if let portalFlag { arguments += ["--portal-flag", portalFlag] }
         XCTAssertEqual(try sandbox.up(server: .process(executable: try linkcondExecutable(), arguments: arguments)), .created)
         let client = try sandbox.clientNamespace()
-        XCTAssertNotNil(try waitUntilReachable(client, SandboxTopology.serverIPv4, port: SandboxTopology.httpPort))
+        XCTAssertNotNil(try waitUntilReachable(client, SandboxPlan.serverIPv4, port: SandboxPlan.httpPort))
         return (sandbox, client)
     }
 
@@ -87,7 +84,7 @@ final class ReachabilityIntegrationTests: SandboxTestCase {
         XCTAssertEqual(online.previousState, .unknown)
         XCTAssertEqual(online.generation, prober.generation)
         XCTAssertEqual(online.results.map(\.kind), [.dns, .tcp, .http], log.history())
-        XCTAssertEqual(online.results.first?.address, SandboxTopology.serverIPv4.description, "DNS answered with the server")
+        XCTAssertEqual(online.results.first?.address, SandboxPlan.serverIPv4.description, "DNS answered with the server")
         XCTAssertEqual(online.results.last?.httpStatus, 204)
         let rtt = try XCTUnwrap(online.medianRTT)
         XCTAssertGreaterThan(rtt, 0)
@@ -105,7 +102,7 @@ final class ReachabilityIntegrationTests: SandboxTestCase {
         let monitor = try startMonitor(client)
         XCTAssertEqual(monitor.currentPath?.status, .satisfied)
         let mark = log.all.count
-        let switched = Self.monotonicNanoseconds()
+        let switched = MonotonicClock.nanoseconds()
         XCTAssertTrue(FileManager.default.createFile(atPath: flag, contents: Data()))
         let portal = try XCTUnwrap(log.first(from: mark, within: 8) { $0.state == .portal }, log.history(from: mark))
         XCTAssertEqual(portal.results.last?.httpStatus, 200)
@@ -134,8 +131,8 @@ final class ReachabilityIntegrationTests: SandboxTestCase {
         // The server's link goes down: for the client that is 100 % loss behind a link that stays up.
         let server = try sandbox.netlink(try NamedNamespace(existing: sandbox.topology.serverNamespace))
         let mark = log.all.count
-        try server.setLink(SandboxTopology.serverInterface, up: false)
-        let down = Self.monotonicNanoseconds()
+        try server.setLink(SandboxPlan.serverInterface, up: false)
+        let down = MonotonicClock.nanoseconds()
         let offline = try XCTUnwrap(
             log.first(from: mark, within: settings.detectionBound + 3) { $0.state == .offline }, log.history(from: mark))
         let detection = Double(offline.time &- down) / 1e9
@@ -151,11 +148,11 @@ final class ReachabilityIntegrationTests: SandboxTestCase {
 
         // Up again. An admin-down flushes the server's IPv4 routes, so its default route is put back.
         let upMark = log.all.count
-        try server.setLink(SandboxTopology.serverInterface, up: true)
-        if try !server.routes(family: UInt8(AF_INET)).contains(where: { $0.isDefault && $0.table == 254 }) {
-            try server.addRoute(destination: nil, gateway: SandboxTopology.serverSubnet.routerIPv4.address, interface: SandboxTopology.serverInterface)
+        try server.setLink(SandboxPlan.serverInterface, up: true)
+        if try !server.routes(family: .inet).contains(where: { $0.isDefault && $0.table == .main }) {
+            try server.addRoute(destination: nil, gateway: SandboxPlan.serverSubnet.routerIPv4.address, interface: SandboxPlan.serverInterface)
         }
-        let up = Self.monotonicNanoseconds()
+        let up = MonotonicClock.nanoseconds()
         let online = try XCTUnwrap(
             log.first(from: upMark, within: settings.recoveryBound + 3) { $0.state == .online }, log.history(from: upMark))
         let recovery = Double(online.time &- up) / 1e9
@@ -174,21 +171,21 @@ final class ReachabilityIntegrationTests: SandboxTestCase {
 
         // Nothing answers at 198.19.0.3 (the server's subnet, no host): DNS fails, TCP to the known address works.
         let mark = log.all.count
-        try client.writeEtcFile("resolv.conf", contents: "nameserver 198.19.0.3\nsearch \(SandboxTopology.zone)\n")
-        let broken = Self.monotonicNanoseconds()
+        try client.writeEtcFile("resolv.conf", contents: "nameserver 198.19.0.3\nsearch \(SandboxPlan.zone)\n")
+        let broken = MonotonicClock.nanoseconds()
         let limited = try XCTUnwrap(
             log.first(from: mark, within: settings.detectionBound + 3) { $0.state == .limited }, log.history(from: mark))
         let seconds = Double(limited.time &- broken) / 1e9
         XCTAssertLessThanOrEqual(seconds, settings.detectionBound, log.history(from: mark))
         XCTAssertEqual(limited.outcome, .limited)
-        XCTAssertEqual(limited.results.first { $0.kind == .tcp }?.address, SandboxTopology.serverIPv4.description)
+        XCTAssertEqual(limited.results.first { $0.kind == .tcp }?.address, SandboxPlan.serverIPv4.description)
         XCTAssertEqual(limited.results.first { $0.kind == .dns }?.success, false)
         XCTAssertNotNil(limited.medianRTT, "TCP still gives RTT samples")
         XCTAssertTrue(log.all.dropFirst(mark).allSatisfy { $0.state != .offline }, "never offline: IP works")
 
         let fixMark = log.all.count
-        try client.writeEtcFile("resolv.conf", contents: SandboxTopology.clientResolvConf)
-        let fixed = Self.monotonicNanoseconds()
+        try client.writeEtcFile("resolv.conf", contents: SandboxPlan.clientResolvConf)
+        let fixed = MonotonicClock.nanoseconds()
         let online = try XCTUnwrap(log.first(from: fixMark, within: 10) { $0.state == .online }, log.history(from: fixMark))
         print(String(
             format: "reachability: nameserver unreachable → limited in %.2f s; restored → online in %.2f s",

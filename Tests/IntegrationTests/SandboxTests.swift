@@ -1,9 +1,11 @@
 import Conditioning
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import Netlink
 import RouteNetlink
+import Sandboxing
 import Synchronization
 import XCTest
 
@@ -143,14 +145,14 @@ final class SandboxTests: SandboxTestCase {
         let client = try sandbox.clientNamespace()
         XCTAssertEqual(client.name, "lc-\(name)-client")
         XCTAssertEqual(
-            try String(contentsOfFile: "\(client.etcPath)/resolv.conf", encoding: .utf8), SandboxTopology.clientResolvConf)
+            try String(contentsOfFile: "\(client.etcPath)/resolv.conf", encoding: .utf8), SandboxPlan.clientResolvConf)
         let router = try NamedNamespace(existing: sandbox.topology.routerNamespace)
         XCTAssertEqual(try router.run { readTrimmed("/proc/sys/net/ipv4/ip_forward") }, "1")
         XCTAssertEqual(try router.run { readTrimmed("/proc/sys/net/ipv6/conf/all/forwarding") }, "1")
 
         try checkStatus(sandbox, serverPID: server.pid)
         XCTAssertNotNil(
-            try waitUntilReachable(client, SandboxTopology.serverIPv6, port: SandboxTopology.httpPort),
+            try waitUntilReachable(client, SandboxPlan.serverIPv6, port: SandboxPlan.httpPort),
             "the server never became reachable over IPv6")
         try checkHTTPProbe(client)
         try checkEcho(client)
@@ -239,7 +241,7 @@ final class SandboxTests: SandboxTestCase {
             let (status, output) = try spawnCapturing(
                 client, "curl",
                 [family, "-s", "--noproxy", "*", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}",
-                 "http://server.\(SandboxTopology.zone)/generate_204"])
+                 "http://server.\(SandboxPlan.zone)/generate_204"])
             XCTAssertEqual(status, 0, "curl \(family) exited \(status)")
             XCTAssertEqual(output, "204", "curl \(family)")
         }
@@ -247,14 +249,14 @@ final class SandboxTests: SandboxTestCase {
         let (status, output) = try spawnCapturing(
             client, "curl",
             ["-s", "--noproxy", "*", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}",
-             "http://[\(SandboxTopology.serverIPv6)]/generate_204"])
+             "http://[\(SandboxPlan.serverIPv6)]/generate_204"])
         XCTAssertEqual(status, 0)
         XCTAssertEqual(output, "204")
     }
 
     private func checkEcho(_ client: NamedNamespace) throws {
-        let port = SandboxTopology.echoPort
-        for server in [SandboxTopology.serverIPv4, SandboxTopology.serverIPv6] {
+        let port = SandboxPlan.echoPort
+        for server in [SandboxPlan.serverIPv4, SandboxPlan.serverIPv6] {
             // TCP: opened and connected inside the client namespace, used from here.
             let stream = try client.run { () throws -> Int32 in
                 let fd = try TestSocket.open(for: server, type: Int32(SOCK_STREAM.rawValue))
@@ -325,18 +327,18 @@ final class SandboxTests: SandboxTestCase {
 
         let wl0 = try clientLinks.index(of: "wl0")
         let ww0 = try clientLinks.index(of: "ww0")
-        let defaults = try clientLinks.routes().filter { $0.isDefault && $0.table == 254 && $0.type == 1 }
-        func route(_ family: Int32, _ index: Int32) -> Route? {
-            defaults.first { $0.family == UInt8(family) && $0.outputInterface == index }
+        let defaults = try clientLinks.routes().filter { $0.isDefault && $0.table == .main && $0.type == .unicast }
+        func route(_ family: AddressFamily, _ index: Int32) -> Route? {
+            defaults.first { $0.family == family && $0.outputInterface == index }
         }
-        XCTAssertEqual(route(AF_INET, wl0)?.metric, 100)
-        XCTAssertEqual(route(AF_INET, wl0)?.gateway, IPAddress("198.18.1.1"))
-        XCTAssertEqual(route(AF_INET, ww0)?.metric, 200)
-        XCTAssertEqual(route(AF_INET, ww0)?.gateway, IPAddress("198.18.2.1"))
-        XCTAssertEqual(route(AF_INET6, wl0)?.metric, 100)
-        XCTAssertEqual(route(AF_INET6, wl0)?.gateway, IPAddress("2001:2:0:1::1"))
-        XCTAssertEqual(route(AF_INET6, ww0)?.metric, 200)
-        XCTAssertEqual(route(AF_INET6, ww0)?.gateway, IPAddress("2001:2:0:2::1"))
+        XCTAssertEqual(route(.inet, wl0)?.metric, 100)
+        XCTAssertEqual(route(.inet, wl0)?.gateway, IPAddress("198.18.1.1"))
+        XCTAssertEqual(route(.inet, ww0)?.metric, 200)
+        XCTAssertEqual(route(.inet, ww0)?.gateway, IPAddress("198.18.2.1"))
+        XCTAssertEqual(route(.inet6, wl0)?.metric, 100)
+        XCTAssertEqual(route(.inet6, wl0)?.gateway, IPAddress("2001:2:0:1::1"))
+        XCTAssertEqual(route(.inet6, ww0)?.metric, 200)
+        XCTAssertEqual(route(.inet6, ww0)?.gateway, IPAddress("2001:2:0:2::1"))
         XCTAssertEqual(defaults.count, 4, "\(defaults)")
         let status = try XCTUnwrap(try sandbox.status())
         XCTAssertTrue(status.cellular)
@@ -346,7 +348,7 @@ final class SandboxTests: SandboxTestCase {
         // Packets prefer wifi; with wifi down they take cellular; with both down they go nowhere.
         // (A TCP connect to the router's server-side address with no listener comes back as ECONNREFUSED:
         // proof that the SYN got there and the RST came back.)
-        let target = SandboxTopology.serverSubnet.routerIPv4.address
+        let target = SandboxPlan.serverSubnet.routerIPv4.address
         func connectFromClient() throws -> Int32 {
             try client.run { () throws -> Int32 in
                 let fd = try TestSocket.open(for: target, type: Int32(SOCK_STREAM.rawValue), timeout: 2)
@@ -415,9 +417,9 @@ final class SandboxTests: SandboxTestCase {
         XCTAssertEqual(try sandbox.status()?.healthy, true)
         let client = try sandbox.clientNamespace()
         let code = try client.run { () throws -> Int32 in
-            let fd = try TestSocket.open(for: SandboxTopology.serverIPv4, type: Int32(SOCK_STREAM.rawValue))
+            let fd = try TestSocket.open(for: SandboxPlan.serverIPv4, type: Int32(SOCK_STREAM.rawValue))
             defer { close(fd) }
-            return TestSocket.connect(fd, SandboxTopology.serverIPv4, port: SandboxTopology.httpPort)
+            return TestSocket.connect(fd, SandboxPlan.serverIPv4, port: SandboxPlan.httpPort)
         }
         XCTAssertEqual(code, 0, "the restarted server does not answer")
         XCTAssertTrue(try sandbox.down())

@@ -338,7 +338,7 @@ struct HostSnapshot: Equatable {
     static func take() throws -> HostSnapshot {
         let host = RouteNetlinkClient(connection: try NetlinkConnection(), namespace: nil)
         let links = try host.links().map { link in
-            "\(link.index) \(link.name) kind=\(link.kind ?? "-") flags=\(String(link.flags, radix: 16)) type=\(link.hardwareType) "
+            "\(link.index) \(link.name) kind=\(link.kind ?? "-") flags=\(String(link.flags.rawValue, radix: 16)) type=\(link.hardwareType) "
                 + "mtu=\(link.mtu) mac=\(link.hardwareAddressText) oper=\(link.operationalState) carrier=\(link.carrier) link=\(link.linkIndex.map(String.init) ?? "-")"
         }.sorted()
         let addresses = try host.addresses().map { "\($0.interfaceIndex) \($0.prefix) scope=\($0.scope) flags=\($0.flags)" }.sorted()

@@ -5,14 +5,6 @@ import XCTest
 @testable import PathMonitor
 
 final class InterfaceClassifierTests: XCTestCase {
-    static let IFF_UP: UInt32 = 0x1
-    static let IFF_LOOPBACK: UInt32 = 0x8
-    static let ARPHRD_ETHER: UInt16 = 1
-    static let ARPHRD_PPP: UInt16 = 512
-    static let ARPHRD_RAWIP: UInt16 = 519
-    static let ARPHRD_NONE: UInt16 = 0xFFFE
-    static let ARPHRD_LOOPBACK: UInt16 = 772
-
     private var sysfs: URL?
 
     override func tearDown() {
@@ -22,7 +14,7 @@ final class InterfaceClassifierTests: XCTestCase {
     }
 
     private static func link(
-        _ name: String, kind: String? = nil, hardwareType: UInt16 = ARPHRD_ETHER, flags: UInt32 = IFF_UP
+        _ name: String, kind: String? = nil, hardwareType: HardwareType = .ether, flags: LinkFlags = .up
     ) -> Link {
         Link(
             index: 5, name: name, kind: kind, flags: flags, hardwareType: hardwareType, operationalState: .up,
@@ -77,7 +69,7 @@ final class InterfaceClassifierTests: XCTestCase {
         XCTAssertEqual(classifier.classify(Self.link("eth0", kind: "veth")), .wiredEthernet)
         XCTAssertEqual(classifier.classify(Self.link("eth0")), .wiredEthernet)
         // A name alone (no loopback flag, no loopback hardware type) still says loopback.
-        XCTAssertEqual(classifier.classify(Self.link("lo", hardwareType: Self.ARPHRD_NONE)), .loopback)
+        XCTAssertEqual(classifier.classify(Self.link("lo", hardwareType: .none)), .loopback)
     }
 
     // MARK: Flags and hardware types
@@ -85,11 +77,11 @@ final class InterfaceClassifierTests: XCTestCase {
     func testLoopbackByFlagOrHardwareType() {
         let classifier = InterfaceClassifier()
         XCTAssertEqual(
-            classifier.classify(Self.link("lo", hardwareType: Self.ARPHRD_LOOPBACK, flags: Self.IFF_UP | Self.IFF_LOOPBACK)),
+            classifier.classify(Self.link("lo", hardwareType: .loopback, flags: [.up, .loopback])),
             .loopback)
-        XCTAssertEqual(classifier.classify(Self.link("x0", flags: Self.IFF_LOOPBACK)), .loopback)
-        XCTAssertEqual(classifier.classify(Self.link("wl0", flags: Self.IFF_LOOPBACK)), .loopback, "flag beats name")
-        XCTAssertEqual(classifier.classify(Self.link("x0", hardwareType: Self.ARPHRD_LOOPBACK)), .loopback)
+        XCTAssertEqual(classifier.classify(Self.link("x0", flags: .loopback)), .loopback)
+        XCTAssertEqual(classifier.classify(Self.link("wl0", flags: .loopback)), .loopback, "flag beats name")
+        XCTAssertEqual(classifier.classify(Self.link("x0", hardwareType: .loopback)), .loopback)
     }
 
     func testHardwareTypes() {
@@ -97,11 +89,11 @@ final class InterfaceClassifierTests: XCTestCase {
         XCTAssertEqual(classifier.classify(Self.link("x0")), .wiredEthernet, "ARPHRD_ETHER without a kind: hardware NIC")
         XCTAssertEqual(classifier.classify(Self.link("x0", kind: "veth")), .other, "a veth without a telling name")
         XCTAssertEqual(classifier.classify(Self.link("br0", kind: "bridge")), .other)
-        XCTAssertEqual(classifier.classify(Self.link("x0", hardwareType: Self.ARPHRD_RAWIP)), .cellular)
-        XCTAssertEqual(classifier.classify(Self.link("ppp0", hardwareType: Self.ARPHRD_PPP)), .cellular)
-        XCTAssertEqual(classifier.classify(Self.link("x0", hardwareType: Self.ARPHRD_PPP)), .cellular)
-        XCTAssertEqual(classifier.classify(Self.link("tun0", kind: "tun", hardwareType: Self.ARPHRD_NONE)), .other)
-        XCTAssertEqual(classifier.classify(Self.link("x0", hardwareType: Self.ARPHRD_NONE)), .other)
+        XCTAssertEqual(classifier.classify(Self.link("x0", hardwareType: .rawIP)), .cellular)
+        XCTAssertEqual(classifier.classify(Self.link("ppp0", hardwareType: .ppp)), .cellular)
+        XCTAssertEqual(classifier.classify(Self.link("x0", hardwareType: .ppp)), .cellular)
+        XCTAssertEqual(classifier.classify(Self.link("tun0", kind: "tun", hardwareType: .none)), .other)
+        XCTAssertEqual(classifier.classify(Self.link("x0", hardwareType: .none)), .other)
     }
 
     // MARK: Overrides
@@ -111,7 +103,7 @@ final class InterfaceClassifierTests: XCTestCase {
         XCTAssertEqual(classifier.classify(Self.link("wl0", kind: "veth")), .cellular)
         XCTAssertEqual(classifier.classify(Self.link("x0", kind: "veth")), .wifi)
         XCTAssertEqual(
-            classifier.classify(Self.link("lo", hardwareType: Self.ARPHRD_LOOPBACK, flags: Self.IFF_UP | Self.IFF_LOOPBACK)),
+            classifier.classify(Self.link("lo", hardwareType: .loopback, flags: [.up, .loopback])),
             .other)
         XCTAssertEqual(classifier.classify(Self.link("eth0")), .wifi)
         // Names not overridden classify as usual; overrides match whole names only.
@@ -160,7 +152,7 @@ final class InterfaceClassifierTests: XCTestCase {
         XCTAssertEqual(classifier.classify(Self.link("ww0", kind: "veth")), .cellular)
         XCTAssertEqual(classifier.classify(Self.link("absent", kind: "veth")), .other)
         // Loopback is decided before sysfs.
-        XCTAssertEqual(classifier.classify(Self.link("x0", flags: Self.IFF_UP | Self.IFF_LOOPBACK)), .loopback)
+        XCTAssertEqual(classifier.classify(Self.link("x0", flags: [.up, .loopback])), .loopback)
     }
 
     func testSysfsIsNotReadWithoutARoot() throws {

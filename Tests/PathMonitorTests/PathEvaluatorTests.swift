@@ -1,3 +1,4 @@
+import LinkcondBase
 import RouteNetlink
 import XCTest
 
@@ -5,22 +6,6 @@ import XCTest
 
 /// The path evaluator as a pure function of hand-built tables.
 final class PathEvaluatorTests: XCTestCase {
-    // Kernel constants (linux/if.h, linux/if_arp.h, linux/rtnetlink.h, linux/if_addr.h, sys/socket.h).
-    static let IFF_UP: UInt32 = 0x1
-    static let IFF_LOOPBACK: UInt32 = 0x8
-    static let IFF_LOWER_UP: UInt32 = 0x10000
-    static let ARPHRD_ETHER: UInt16 = 1
-    static let ARPHRD_LOOPBACK: UInt16 = 772
-    static let AF_INET: UInt8 = 2
-    static let AF_INET6: UInt8 = 10
-    static let RT_SCOPE_LINK: UInt8 = 253
-    static let RT_SCOPE_HOST: UInt8 = 254
-    static let RTN_UNREACHABLE: UInt8 = 7
-    static let IFA_F_NODAD: UInt32 = 0x02
-    static let IFA_F_DADFAILED: UInt32 = 0x08
-    static let IFA_F_TENTATIVE: UInt32 = 0x40
-    static let IFA_F_PERMANENT: UInt32 = 0x80
-
     static let loIndex: Int32 = 1
     static let wlIndex: Int32 = 2
     static let wwIndex: Int32 = 3
@@ -29,7 +14,7 @@ final class PathEvaluatorTests: XCTestCase {
 
     static func lo() -> Link {
         Link(
-            index: loIndex, name: "lo", flags: IFF_UP | IFF_LOOPBACK | IFF_LOWER_UP, hardwareType: ARPHRD_LOOPBACK,
+            index: loIndex, name: "lo", flags: [.up, .loopback, .lowerUp], hardwareType: .loopback,
             operationalState: .unknown, carrier: true, mtu: 65536)
     }
 
@@ -37,11 +22,11 @@ final class PathEvaluatorTests: XCTestCase {
     static func veth(
         _ name: String, index: Int32, up: Bool = true, carrier: Bool = true, state: OperationalState? = nil
     ) -> Link {
-        var flags: UInt32 = up ? IFF_UP : 0
-        if up && carrier { flags |= IFF_LOWER_UP }
+        var flags: LinkFlags = up ? .up : []
+        if up && carrier { flags.insert(.lowerUp) }
         let operational = state ?? (up ? (carrier ? .up : .lowerLayerDown) : .down)
         return Link(
-            index: index, name: name, kind: "veth", flags: flags, hardwareType: ARPHRD_ETHER,
+            index: index, name: name, kind: "veth", flags: flags, hardwareType: .ether,
             operationalState: operational, carrier: carrier, mtu: 1500)
     }
 
@@ -53,34 +38,34 @@ final class PathEvaluatorTests: XCTestCase {
         veth("ww0", index: wwIndex, up: up, carrier: carrier, state: state)
     }
 
-    static func address(_ text: String, on index: Int32, scope: UInt8 = 0, flags: UInt32 = IFA_F_PERMANENT)
+    static func address(_ text: String, on index: Int32, scope: RouteScope = .universe, flags: AddressFlags = .permanent)
         -> InterfaceAddress
     {
         InterfaceAddress(interfaceIndex: index, prefix: IPPrefix(text)!, scope: scope, flags: flags)
     }
 
     static func loopbackAddresses() -> [InterfaceAddress] {
-        [address("127.0.0.1/8", on: loIndex, scope: RT_SCOPE_HOST), address("::1/128", on: loIndex, scope: RT_SCOPE_HOST)]
+        [address("127.0.0.1/8", on: loIndex, scope: .host), address("::1/128", on: loIndex, scope: .host)]
     }
 
     static func defaultRoute(
-        via gateway: String?, on index: Int32, metric: UInt32? = nil, table: UInt32 = 254, type: UInt8 = 1
+        via gateway: String?, on index: Int32, metric: UInt32? = nil, table: RouteTable = .main, type: RouteType = .unicast
     ) -> Route {
         let address = gateway.flatMap { IPAddress($0) }
-        let family = address?.family ?? AF_INET
+        let family = address?.family ?? .inet
         return Route(
             family: family, gateway: address, outputInterface: index, metric: metric, table: table, type: type)
     }
 
     static func defaultRoute6(via gateway: String, on index: Int32, metric: UInt32 = 1024) -> Route {
-        Route(family: AF_INET6, gateway: IPAddress(gateway)!, outputInterface: index, metric: metric)
+        Route(family: .inet6, gateway: IPAddress(gateway)!, outputInterface: index, metric: metric)
     }
 
     static func subnetRoute(_ prefix: String, on index: Int32, metric: UInt32? = nil) -> Route {
         let destination = IPPrefix(prefix)!
         return Route(
             family: destination.address.family, destination: destination, outputInterface: index, metric: metric,
-            scope: RT_SCOPE_LINK, routingProtocol: 2)
+            scope: .link, routingProtocol: .kernel)
     }
 
     /// wl0 with a global IPv4 and IPv6 address, connected routes and default routes of both families.
@@ -89,7 +74,7 @@ final class PathEvaluatorTests: XCTestCase {
             [
                 address("198.18.1.2/24", on: wlIndex),
                 address("2001:2:1::2/64", on: wlIndex),
-                address("fe80::fc00:ff:fe00:1/64", on: wlIndex, scope: RT_SCOPE_LINK),
+                address("fe80::fc00:ff:fe00:1/64", on: wlIndex, scope: .link),
             ],
             [
                 subnetRoute("198.18.1.0/24", on: wlIndex, metric: metric),
@@ -178,7 +163,7 @@ final class PathEvaluatorTests: XCTestCase {
 
         // IPv4-only path.
         var v4only = Self.wifiTables(dns: ["2001:2:ff::53"])
-        v4only.routes.removeAll { $0.family == Self.AF_INET6 }
+        v4only.routes.removeAll { $0.family == .inet6 }
         var path = evaluate(v4only)
         XCTAssertTrue(path.supportsIPv4)
         XCTAssertFalse(path.supportsIPv6)
@@ -188,7 +173,7 @@ final class PathEvaluatorTests: XCTestCase {
 
         // IPv6-only path.
         var v6only = Self.wifiTables(dns: ["198.18.0.53"])
-        v6only.routes.removeAll { $0.family == Self.AF_INET }
+        v6only.routes.removeAll { $0.family == .inet }
         path = evaluate(v6only)
         XCTAssertFalse(path.supportsIPv4)
         XCTAssertTrue(path.supportsIPv6)
@@ -210,7 +195,7 @@ final class PathEvaluatorTests: XCTestCase {
         assertUnsatisfied(
             NetworkTables(
                 links: [Self.lo()], addresses: Self.loopbackAddresses(),
-                routes: [Route(family: Self.AF_INET, outputInterface: Self.loIndex, table: 255, type: 2)]),
+                routes: [Route(family: .inet, outputInterface: Self.loIndex, table: .local, type: .local)]),
             .notAvailable)
         assertUnsatisfied(NetworkTables(), .notAvailable)
     }
@@ -251,23 +236,23 @@ final class PathEvaluatorTests: XCTestCase {
         assertUnsatisfied(tables([]), .noAddress)
         // Only a link-local IPv6 address.
         assertUnsatisfied(
-            tables([Self.address("fe80::fc00:ff:fe00:1/64", on: Self.wlIndex, scope: Self.RT_SCOPE_LINK)]), .noAddress)
+            tables([Self.address("fe80::fc00:ff:fe00:1/64", on: Self.wlIndex, scope: .link)]), .noAddress)
         // A link-local address even if its scope were reported as global.
         assertUnsatisfied(tables([Self.address("fe80::fc00:ff:fe00:1/64", on: Self.wlIndex)]), .noAddress)
         // A global IPv6 address still in duplicate address detection.
         assertUnsatisfied(
-            tables([Self.address("2001:2:1::2/64", on: Self.wlIndex, flags: Self.IFA_F_TENTATIVE)]), .noAddress)
+            tables([Self.address("2001:2:1::2/64", on: Self.wlIndex, flags: .tentative)]), .noAddress)
         // One whose DAD failed.
         assertUnsatisfied(
-            tables([Self.address("2001:2:1::2/64", on: Self.wlIndex, flags: Self.IFA_F_TENTATIVE | Self.IFA_F_DADFAILED)]),
+            tables([Self.address("2001:2:1::2/64", on: Self.wlIndex, flags: [.tentative, .dadFailed])]),
             .noAddress)
         // An IPv4 link-local (169.254/16) address.
-        assertUnsatisfied(tables([Self.address("169.254.7.9/16", on: Self.wlIndex, scope: Self.RT_SCOPE_LINK)]), .noAddress)
+        assertUnsatisfied(tables([Self.address("169.254.7.9/16", on: Self.wlIndex, scope: .link)]), .noAddress)
         // Addresses of another interface do not count.
         assertUnsatisfied(tables([Self.address("198.18.1.2/24", on: 7)]), .noAddress)
 
         // Once DAD finishes, the same address makes the path satisfied.
-        let path = evaluate(tables([Self.address("2001:2:1::2/64", on: Self.wlIndex, flags: Self.IFA_F_NODAD)]))
+        let path = evaluate(tables([Self.address("2001:2:1::2/64", on: Self.wlIndex, flags: .noDAD)]))
         XCTAssertEqual(path.status, .satisfied)
         XCTAssertTrue(path.supportsIPv6)
         XCTAssertFalse(path.supportsIPv4)
@@ -400,8 +385,8 @@ final class PathEvaluatorTests: XCTestCase {
     func testDefaultRouteInAnotherTableDoesNotCount() {
         let wifi = Self.wifiRows()
         let routes = wifi.routes.filter { !$0.isDefault } + [
-            Self.defaultRoute(via: "198.18.1.1", on: Self.wlIndex, metric: 100, table: 100),
-            Self.defaultRoute(via: "198.18.1.1", on: Self.wlIndex, metric: 100, table: 255),
+            Self.defaultRoute(via: "198.18.1.1", on: Self.wlIndex, metric: 100, table: RouteTable(rawValue: 100)),
+            Self.defaultRoute(via: "198.18.1.1", on: Self.wlIndex, metric: 100, table: .local),
         ]
         assertUnsatisfied(NetworkTables(links: [Self.lo(), Self.wl0()], addresses: wifi.addresses, routes: routes), .noRoute)
     }
@@ -409,8 +394,8 @@ final class PathEvaluatorTests: XCTestCase {
     func testUnreachableDefaultRouteDoesNotCount() {
         let wifi = Self.wifiRows()
         let routes = wifi.routes.filter { !$0.isDefault } + [
-            Self.defaultRoute(via: nil, on: Self.wlIndex, metric: 100, type: Self.RTN_UNREACHABLE),
-            Route(family: Self.AF_INET6, outputInterface: Self.wlIndex, metric: 1024, type: Self.RTN_UNREACHABLE),
+            Self.defaultRoute(via: nil, on: Self.wlIndex, metric: 100, type: .unreachable),
+            Route(family: .inet6, outputInterface: Self.wlIndex, metric: 1024, type: .unreachable),
         ]
         assertUnsatisfied(NetworkTables(links: [Self.lo(), Self.wl0()], addresses: wifi.addresses, routes: routes), .noRoute)
     }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import LinkcondBase
 import RouteNetlink
 import Synchronization
 import XCTest

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LinkcondBase
 import RouteNetlink
 import XCTest
 

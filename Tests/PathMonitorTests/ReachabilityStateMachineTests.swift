@@ -1,4 +1,5 @@
 import Foundation
+import LinkcondBase
 import RouteNetlink
 import XCTest
 

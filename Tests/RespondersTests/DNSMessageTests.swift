@@ -1,4 +1,5 @@
 import XCTest
+@testable import LinkcondBase
 @testable import Responders
 
 final class DNSMessageTests: XCTestCase {

@@ -1,3 +1,4 @@
+import LinkcondBase
 import XCTest
 @testable import Responders
 

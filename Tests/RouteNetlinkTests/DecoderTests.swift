@@ -1,5 +1,6 @@
 import CMnl
 import Glibc
+import LinkcondBase
 import Netlink
 import RouteNetlink
 import XCTest
@@ -70,7 +71,7 @@ final class DecoderTests: XCTestCase {
             XCTAssertEqual(link.operationalState.description, expectation["operstate"], name)
             let flags = Set((expectation["flags"] ?? "").split(separator: ",").map(String.init))
             for (flagName, bit) in Self.linkFlagNames {
-                XCTAssertEqual(link.flags & bit != 0, flags.contains(flagName), "\(name): IFF_\(flagName)")
+                XCTAssertEqual(link.flags.rawValue & bit != 0, flags.contains(flagName), "\(name): IFF_\(flagName)")
             }
             XCTAssertEqual(link.isUp, flags.contains("UP"), name)
             XCTAssertEqual(link.isLoopback, flags.contains("LOOPBACK"), name)
@@ -102,10 +103,10 @@ final class DecoderTests: XCTestCase {
                 continue
             }
             XCTAssertEqual(address.prefix, IPPrefix(text), text)
-            XCTAssertEqual(address.scope, expectation["scope"].flatMap { Self.scopeNames[$0] }, text)
+            XCTAssertEqual(address.scope.rawValue, expectation["scope"].flatMap { Self.scopeNames[$0] }, text)
             let flags = Set((expectation["flags"] ?? "").split(separator: ",").map(String.init))
             for (flagName, bit) in Self.addressFlagNames {
-                XCTAssertEqual(address.flags & bit != 0, flags.contains(flagName), "\(text): \(flagName)")
+                XCTAssertEqual(address.flags.rawValue & bit != 0, flags.contains(flagName), "\(text): \(flagName)")
             }
             XCTAssertEqual(address.isTentative, flags.contains("tentative"), text)
         }
@@ -125,13 +126,13 @@ final class DecoderTests: XCTestCase {
         XCTAssertEqual(routes.map(Self.summary).sorted(), expected.sorted(), name)
         for route in routes {
             let text = Self.summary(route)
-            XCTAssertEqual(route.family, UInt8(family), text)
-            XCTAssertEqual(route.table, UInt32(RT_TABLE_MAIN.rawValue), text)
-            XCTAssertEqual(route.type, UInt8(RTN_UNICAST), text)
+            XCTAssertEqual(route.family.rawValue, UInt8(family), text)
+            XCTAssertEqual(route.table.rawValue, UInt32(RT_TABLE_MAIN.rawValue), text)
+            XCTAssertEqual(route.type.rawValue, UInt8(RTN_UNICAST), text)
             XCTAssertEqual(route.isDefault, route.destination == nil, text)
             // Routes through a gateway are scope universe; routes to the link itself scope link.
             let scope = route.gateway == nil ? RT_SCOPE_LINK.rawValue : RT_SCOPE_UNIVERSE.rawValue
-            if family == AF_INET { XCTAssertEqual(route.scope, UInt8(scope), text) }
+            if family == AF_INET { XCTAssertEqual(route.scope.rawValue, UInt8(scope), text) }
         }
     }
 

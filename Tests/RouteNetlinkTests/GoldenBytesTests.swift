@@ -1,5 +1,6 @@
 import CMnl
 import Glibc
+import LinkcondBase
 import Netlink
 import RouteNetlink
 import XCTest
@@ -25,8 +26,8 @@ final class GoldenBytesTests: XCTestCase {
 
     static func prefix(_ text: String) -> IPPrefix { IPPrefix(text)! }
     static func address(_ text: String) -> IPAddress { IPAddress(text)! }
-    static let inet = UInt8(AF_INET)
-    static let inet6 = UInt8(AF_INET6)
+    static let inet = AddressFamily(rawValue: UInt8(AF_INET))
+    static let inet6 = AddressFamily(rawValue: UInt8(AF_INET6))
 
     /// Fixture name → how linkcond builds the same request. Every request fixture must be here (and
     /// every entry must have a fixture): see ``testEveryFixtureIsCovered()``.

@@ -25,8 +25,6 @@ final class TrafficControlGoldenTests: XCTestCase {
     static let root = TrafficControlHandle.root
     static let handle1 = TrafficControlHandle(major: 1, minor: 0)
     static let class1_2 = TrafficControlHandle(major: 1, minor: 2)
-    static let ethernetIPv4: UInt16 = 0x0800 // ETH_P_IP
-    static let ethernetIPv6: UInt16 = 0x86DD // ETH_P_IPV6
 
     /// One `tc qdisc replace … netem …` capture: where the qdisc goes and what the command asks for.
     struct NetemCase: Sendable {
@@ -150,7 +148,7 @@ final class TrafficControlGoldenTests: XCTestCase {
     /// Every u32 filter case: `protocol P prio N u32 match … protocol T 0xff match … dport 53 0xffff flowid 1:2`.
     static func dnsFilter(ipv6: Bool, transport: UInt8, priority: UInt16) -> U32Filter {
         U32Filter(
-            protocolNumber: ipv6 ? ethernetIPv6 : ethernetIPv4, priority: priority,
+            protocolNumber: ipv6 ? .ipv6 : .ipv4, priority: priority,
             keys: ipv6
                 ? [.ip6Protocol(transport), .ip6DestinationPort(53)]
                 : [.ipProtocol(transport), .ipDestinationPort(53)],

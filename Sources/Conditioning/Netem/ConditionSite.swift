@@ -1,4 +1,6 @@
+import LinkcondBase
 import RouteNetlink
+import Sandboxing
 
 /// Where one direction of one client link is conditioned: the egress of a veth end.
 ///
@@ -18,7 +20,7 @@ public struct ConditionSite: Sendable, Codable, Equatable, CustomStringConvertib
 
     /// The sites of a sandbox: uplink and downlink of wl0, and of ww0 when it has a cellular link.
     public static func sites(of topology: SandboxTopology, cellular: Bool) -> [ConditionSite] {
-        typealias T = SandboxTopology
+        typealias T = SandboxPlan
         var links = [("wifi", T.wifiInterface, T.routerWifiInterface)]
         if cellular { links.append(("cellular", T.cellularInterface, T.routerCellularInterface)) }
         return links.flatMap { name, clientEnd, routerEnd in

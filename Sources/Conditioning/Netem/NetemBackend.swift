@@ -1,8 +1,10 @@
 import Profiles
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
+import Sandboxing
 
 /// Puts profiles on the sandbox's wire with netem qdiscs, through netlink.
 ///
@@ -36,10 +38,10 @@ public struct NetemBackend: Sendable {
     /// The u32 filters that steer DNS (port 53, UDP and TCP, IPv4 and IPv6) to the DNS band.
     static var dnsFilters: [U32Filter] {
         [
-            U32Filter(protocolNumber: 0x0800, priority: 1, keys: [.ipProtocol(17), .ipDestinationPort(53)], classID: dnsClass),
-            U32Filter(protocolNumber: 0x0800, priority: 2, keys: [.ipProtocol(6), .ipDestinationPort(53)], classID: dnsClass),
-            U32Filter(protocolNumber: 0x86dd, priority: 3, keys: [.ip6Protocol(17), .ip6DestinationPort(53)], classID: dnsClass),
-            U32Filter(protocolNumber: 0x86dd, priority: 4, keys: [.ip6Protocol(6), .ip6DestinationPort(53)], classID: dnsClass),
+            U32Filter(protocolNumber: .ipv4, priority: 1, keys: [.ipProtocol(17), .ipDestinationPort(53)], classID: dnsClass),
+            U32Filter(protocolNumber: .ipv4, priority: 2, keys: [.ipProtocol(6), .ipDestinationPort(53)], classID: dnsClass),
+            U32Filter(protocolNumber: .ipv6, priority: 3, keys: [.ip6Protocol(17), .ip6DestinationPort(53)], classID: dnsClass),
+            U32Filter(protocolNumber: .ipv6, priority: 4, keys: [.ip6Protocol(6), .ip6DestinationPort(53)], classID: dnsClass),
         ]
     }
 
@@ -87,7 +89,7 @@ public struct NetemBackend: Sendable {
     /// commands in the sandbox's namespaces. The profile must have been validated (parsing does that).
     @discardableResult
     public func apply(_ profile: Profile) throws(SandboxError) -> ApplyReport {
-        let started = monotonicSeconds()
+        let started = MonotonicClock.seconds()
         // Everything that can fail without the kernel (distribution tables) is done first.
         let uplink = try Self.wrap { () throws(RouteNetlinkError) in try NetemMapping.parameters(for: profile.uplink) }
         let uplinkDNS = try Self.wrap { () throws(RouteNetlinkError) in
@@ -106,9 +108,9 @@ public struct NetemBackend: Sendable {
             }
         }
         var recorded = try state()
-        recorded.conditions = SandboxState.AppliedConditions(profile: profile.name, source: profile.source, appliedAt: ISO8601DateFormatter().string(from: Date()))
+        recorded.conditions = SandboxState.AppliedConditions(profile: profile.name, source: profile.source)
         try sandbox.store.save(recorded)
-        return ApplyReport(profile: profile.name, sites: sites, duration: monotonicSeconds() - started, requests: requests)
+        return ApplyReport(profile: profile.name, sites: sites, duration: MonotonicClock.seconds() - started, requests: requests)
     }
 
     private func qdiscs(on site: ConditionSite, _ netlink: RouteNetlinkClient) throws(SandboxError) -> (Int32, [Qdisc]) {

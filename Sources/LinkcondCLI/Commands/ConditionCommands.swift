@@ -2,6 +2,7 @@ import Profiles
 import Conditioning
 import Foundation
 import RouteNetlink
+import Sandboxing
 
 /// `linkcond apply`, `clear`, `show`, `profiles`: thin wrappers over ``NetemBackend`` and the catalog.
 enum ConditionCommands {

@@ -2,8 +2,10 @@ import Conditioning
 import Dispatch
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import PathMonitor
+import Sandboxing
 
 /// `linkcond monitor`: streams path updates (and probe results with `--probe`) as they happen.
 enum MonitorCommand {
@@ -16,7 +18,7 @@ enum MonitorCommand {
             namespace = try Sandbox(topology: topology).clientNamespace()
         }
         let json = parsed.flag("json")
-        let origin = Self.monotonicNanoseconds()
+        let origin = MonotonicClock.nanoseconds()
         let output = DispatchQueue(label: "linkcond.monitor.output")
         let monitor = PathMonitor(namespace: namespace)
         try monitor.start(queue: output) { update in
@@ -48,12 +50,6 @@ enum MonitorCommand {
         } else {
             Output.print(String(format: "%9.3fs  ", seconds) + lane.padding(toLength: 13, withPad: " ", startingAt: 0) + line)
         }
-    }
-
-    static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }
 

@@ -2,6 +2,7 @@ import Profiles
 import Conditioning
 import Foundation
 import Glibc
+import Sandboxing
 import Scenarios
 import Timeline
 

@@ -1,7 +1,9 @@
 import Conditioning
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
+import Sandboxing
 
 /// `linkcond up`, `down`, `status`, `exec`: thin wrappers over ``Sandbox``.
 enum SandboxCommands {
@@ -50,7 +52,7 @@ enum SandboxCommands {
         case .alreadyUp: Output.print("sandbox '\(topology.name)' is up already: \(namespaces)")
         }
         let execName = topology.name == SandboxTopology.defaultName ? "" : " --name \(topology.name)"
-        Output.print("try: linkcond exec\(execName) -- curl -s -o /dev/null -w '%{http_code}\\n' http://server.\(SandboxTopology.zone)/generate_204")
+        Output.print("try: linkcond exec\(execName) -- curl -s -o /dev/null -w '%{http_code}\\n' http://server.\(SandboxPlan.zone)/generate_204")
         return 0
     }
 

@@ -1,16 +1,17 @@
 import Conditioning
+import LinkcondBase
 import Responders
 
 /// `linkcond serve`: the sandbox server's responders, run by `up` inside the server namespace.
 enum ServeCommand {
     static func run(_ parsed: ParsedCommand) throws -> Int32 {
         let configuration = ResponderConfiguration(
-            zone: SandboxTopology.zone,
-            ipv4Address: SandboxTopology.serverIPv4.description,
-            ipv6Address: SandboxTopology.serverIPv6.description,
-            httpPort: SandboxTopology.httpPort,
-            echoPort: SandboxTopology.echoPort,
-            dnsPort: SandboxTopology.dnsPort,
+            zone: SandboxPlan.zone,
+            ipv4Address: SandboxPlan.serverIPv4.description,
+            ipv6Address: SandboxPlan.serverIPv6.description,
+            httpPort: SandboxPlan.httpPort,
+            echoPort: SandboxPlan.echoPort,
+            dnsPort: SandboxPlan.dnsPort,
             portalFlagPath: parsed.value("portal-flag"))
         let server = ResponderServer(configuration: configuration)
         Output.print("linkcond serve: answering on \(server.endpoints.joined(separator: ", "))")

@@ -58,7 +58,7 @@ extension Sandbox {
                             addresses: addresses.filter { $0.interfaceIndex == link.index && !$0.prefix.address.isLinkLocal }
                                 .map(\.prefix.description))
                     }
-                    entry.defaultRoutes = try client.routes().filter { $0.isDefault && $0.table == 254 && $0.type == 1 }.map { route in
+                    entry.defaultRoutes = try client.routes().filter { $0.isDefault && $0.table == .main && $0.type == .unicast }.map { route in
                         var text = "default"
                         if let gateway = route.gateway { text += " via \(gateway)" }
                         if let index = route.outputInterface { text += " dev \(names[index] ?? "#\(index)")" }

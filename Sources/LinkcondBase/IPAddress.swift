@@ -1,8 +1,38 @@
 import Glibc
 
+/// An address family: `AF_INET` or `AF_INET6`, as rtnetlink messages and sockets carry it.
+public struct AddressFamily: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    /// The `AF_*` value as it goes in `ifa_family`, `rtm_family` and friends.
+    public var rawValue: UInt8
+
+    /// A family from its `AF_*` value.
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// IPv4 (`AF_INET`).
+    public static let inet = AddressFamily(rawValue: UInt8(AF_INET))
+    /// IPv6 (`AF_INET6`).
+    public static let inet6 = AddressFamily(rawValue: UInt8(AF_INET6))
+
+    /// The `domain` argument of `socket(2)`.
+    public var socketDomain: Int32 { Int32(rawValue) }
+
+    /// `ipv4`, `ipv6`, or `family N`.
+    public var description: String {
+        switch self {
+        case .inet: "ipv4"
+        case .inet6: "ipv6"
+        default: "family \(rawValue)"
+        }
+    }
+
+    public static func < (lhs: AddressFamily, rhs: AddressFamily) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
 /// An IPv4 or IPv6 address as it goes on the wire (network byte order).
 public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
+    /// An IPv4 address, its four bytes in order.
     case v4(UInt8, UInt8, UInt8, UInt8)
+    /// An IPv6 address: sixteen bytes.
     case v6([UInt8])
 
     /// Parses dotted-quad IPv4 or RFC 4291 IPv6 text (`inet_pton`). Returns nil for anything else.
@@ -31,13 +61,8 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// `AF_INET` or `AF_INET6`.
-    public var family: UInt8 {
-        switch self {
-        case .v4: UInt8(AF_INET)
-        case .v6: UInt8(AF_INET6)
-        }
-    }
+    /// ``AddressFamily/inet`` or ``AddressFamily/inet6``.
+    public var family: AddressFamily { isIPv4 ? .inet : .inet6 }
 
     /// True for IPv4.
     public var isIPv4: Bool { if case .v4 = self { true } else { false } }
@@ -80,7 +105,9 @@ private func rawBytesOf<T>(_ value: T) -> [UInt8] {
 
 /// An address with a prefix length, as `ip addr` and `ip route` write it: `198.18.1.2/24`.
 public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
+    /// The address.
     public var address: IPAddress
+    /// The prefix length in bits.
     public var length: UInt8
 
     /// An address and a prefix length; nil when the length exceeds the family's bit length.
@@ -103,4 +130,21 @@ public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(address)/\(length)" }
+}
+
+extension IPPrefix {
+    /// True when `address` (of the same family) lies inside this prefix.
+    public func contains(_ other: IPAddress) -> Bool {
+        guard other.family == address.family else { return false }
+        let mine = address.bytes
+        let theirs = other.bytes
+        var remaining = Int(length)
+        for index in mine.indices where remaining > 0 {
+            let bits = min(8, remaining)
+            let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - bits))
+            if mine[index] & mask != theirs[index] & mask { return false }
+            remaining -= bits
+        }
+        return true
+    }
 }

@@ -28,9 +28,19 @@ public struct SandboxState: Codable, Sendable, Equatable {
 
     /// The profile currently on the wire, as `linkcond apply` recorded it.
     public struct AppliedConditions: Codable, Sendable, Equatable {
+        /// The profile's name.
         public var profile: String
+        /// The file it was read from, nil for a profile made in code.
         public var source: String?
+        /// ISO 8601 time of the apply.
         public var appliedAt: String
+
+        /// A record of `profile` (read from `source`) applied now.
+        public init(profile: String, source: String?, appliedAt: String = ISO8601DateFormatter().string(from: Date())) {
+            self.profile = profile
+            self.source = source
+            self.appliedAt = appliedAt
+        }
     }
 
     public var version = 1

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
 
@@ -20,10 +21,10 @@ extension Sandbox {
         case wifi
         case cellular
 
-        var clientInterface: String { self == .wifi ? SandboxTopology.wifiInterface : SandboxTopology.cellularInterface }
-        var routerInterface: String { self == .wifi ? SandboxTopology.routerWifiInterface : SandboxTopology.routerCellularInterface }
-        var subnet: SandboxTopology.Subnet { self == .wifi ? SandboxTopology.wifiSubnet : SandboxTopology.cellularSubnet }
-        var metric: UInt32 { self == .wifi ? SandboxTopology.wifiMetric : SandboxTopology.cellularMetric }
+        var clientInterface: String { self == .wifi ? SandboxPlan.wifiInterface : SandboxPlan.cellularInterface }
+        var routerInterface: String { self == .wifi ? SandboxPlan.routerWifiInterface : SandboxPlan.routerCellularInterface }
+        var subnet: SandboxPlan.Subnet { self == .wifi ? SandboxPlan.wifiSubnet : SandboxPlan.cellularSubnet }
+        var metric: UInt32 { self == .wifi ? SandboxPlan.wifiMetric : SandboxPlan.cellularMetric }
     }
 
     private func namespace(_ name: String) throws(SandboxError) -> NamedNamespace {
@@ -144,10 +145,10 @@ extension Sandbox {
         }
     }
 
-    private func defaultRoutes(of link: ClientLink, _ client: RouteNetlinkClient) throws(SandboxError) -> Set<UInt8> {
+    private func defaultRoutes(of link: ClientLink, _ client: RouteNetlinkClient) throws(SandboxError) -> Set<AddressFamily> {
         do {
             let index = try client.index(of: link.clientInterface)
-            return Set(try client.routes().filter { $0.isDefault && $0.outputInterface == index && $0.table == 254 }.map(\.family))
+            return Set(try client.routes().filter { $0.isDefault && $0.outputInterface == index && $0.table == .main }.map(\.family))
         } catch {
             throw .netlink(error)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LinkcondBase
 import NetNamespace
 import Netlink
 import RouteNetlink
@@ -101,7 +102,7 @@ public struct Sandbox: Sendable {
         _ state: inout SandboxState, cellular: Bool, server: ServerLaunch, isCancelled: () -> Bool,
         progress: (String) -> Void
     ) throws(SandboxError) {
-        typealias T = SandboxTopology
+        typealias T = SandboxPlan
         var namespaces: [String: NamedNamespace] = [:]
         for name in topology.namespaces {
             try check(isCancelled)
@@ -228,8 +229,8 @@ public struct Sandbox: Sendable {
             try check()
             let result = try fail {
                 try client.run { () -> Int32? in
-                    for address in [SandboxTopology.serverIPv4, SandboxTopology.serverIPv6] {
-                        if let failure = tcpConnect(to: address, port: SandboxTopology.httpPort, timeout: 0.5) { return failure }
+                    for address in [SandboxPlan.serverIPv4, SandboxPlan.serverIPv6] {
+                        if let failure = tcpConnect(to: address, port: SandboxPlan.httpPort, timeout: 0.5) { return failure }
                     }
                     return nil
                 }
@@ -238,7 +239,7 @@ public struct Sandbox: Sendable {
             lastError = code
             usleep(50_000)
         }
-        throw .serverNotReady(detail: "no answer on \(SandboxTopology.serverIPv4) and [\(SandboxTopology.serverIPv6)] port \(SandboxTopology.httpPort) within \(Int(timeout)) s (\(String(cString: strerror(lastError))))")
+        throw .serverNotReady(detail: "no answer on \(SandboxPlan.serverIPv4) and [\(SandboxPlan.serverIPv6)] port \(SandboxPlan.httpPort) within \(Int(timeout)) s (\(String(cString: strerror(lastError))))")
     }
 
     private func withDescriptors<R>(_ namespaces: [NamedNamespace], _ body: ([NamespaceDescriptor]) throws(SandboxError) -> R) throws(SandboxError) -> R {

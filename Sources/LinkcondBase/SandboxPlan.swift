@@ -1,45 +1,13 @@
-import RouteNetlink
-
-/// The names and addresses of one sandbox: three namespaces joined by veth pairs.
+/// The fixed names and addresses every sandbox uses. Each sandbox lives in namespaces of its own, so all
+/// of them use the same interface names and the same addresses: 198.18.0.0/15 and 2001:2::/48 (the
+/// benchmarking ranges), which no real network routes.
 ///
 /// ```
-///  CLIENT                    ROUTER                       SERVER
+///  client                    router                       server
 ///  wl0 (wifi) ====veth==== c-wl0      s0 ====veth==== eth0
 ///  [ww0 (cellular) ==veth== c-ww0]    (forwards)         HTTP 204 probe, echo, DNS
 /// ```
-///
-/// Every sandbox lives in namespaces of its own, so all sandboxes use the same addresses: 198.18.0.0/15
-/// and 2001:2::/48 (the benchmarking ranges), which no real network routes.
-public struct SandboxTopology: Sendable, Equatable {
-    /// The sandbox's name (`default` unless `--name` says otherwise).
-    public let name: String
-
-    /// The default sandbox's name.
-    public static let defaultName = "default"
-
-    /// A topology for a sandbox called `name`; throws when the name cannot be used.
-    public init(name: String = SandboxTopology.defaultName) throws(SandboxError) {
-        guard Self.isValidName(name) else { throw .invalidName(name) }
-        self.name = name
-    }
-
-    /// Names are 1 to 20 characters of lowercase letters, digits and '-', starting with a letter or digit.
-    public static func isValidName(_ name: String) -> Bool {
-        guard let first = name.first, first != "-", name.count <= 20 else { return false }
-        return name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" }
-    }
-
-    /// Prefix of the namespace names: `lc` for the default sandbox, `lc-NAME` for others.
-    public var prefix: String { name == Self.defaultName ? "lc" : "lc-\(name)" }
-    /// The emulated device's namespace (`lc-client`).
-    public var clientNamespace: String { "\(prefix)-client" }
-    /// The router's namespace (`lc-router`), where downlink conditions sit.
-    public var routerNamespace: String { "\(prefix)-router" }
-    /// The server's namespace (`lc-server`).
-    public var serverNamespace: String { "\(prefix)-server" }
-    /// All three, in the order they are created.
-    public var namespaces: [String] { [clientNamespace, routerNamespace, serverNamespace] }
-
+public enum SandboxPlan {
     /// The client's wifi interface.
     public static let wifiInterface = "wl0"
     /// The client's cellular interface (with `--cellular`).
@@ -63,9 +31,13 @@ public struct SandboxTopology: Sendable, Equatable {
 
     /// One point-to-point link: the two ends' addresses, both families.
     public struct Subnet: Sendable, Equatable {
+        /// The router's IPv4 address and prefix.
         public let routerIPv4: IPPrefix
+        /// The far end's (client's or server's) IPv4 address and prefix.
         public let peerIPv4: IPPrefix
+        /// The router's IPv6 address and prefix.
         public let routerIPv6: IPPrefix
+        /// The far end's IPv6 address and prefix.
         public let peerIPv6: IPPrefix
     }
 
@@ -94,6 +66,8 @@ public struct SandboxTopology: Sendable, Equatable {
 
     /// The DNS zone the server answers for.
     public static let zone = "linkcond.test"
+    /// The server's name, what the prober looks up and sends as `Host:`.
+    public static var serverName: String { "server.\(zone)" }
     /// The server's HTTP port (probe endpoint `/generate_204`).
     public static let httpPort: UInt16 = 80
     /// The server's TCP/UDP echo port.
