@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +25,27 @@ static void fail(int pipe_fd, int step) {
     _exit(127);
 }
 
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* Marks every descriptor from 3 up close-on-exec (the report pipe is close-on-exec already). close_range(2)
+ * does it in one call on Linux 5.11 and later; older kernels get a loop over the descriptor limit. */
+static int cloexec_from_3(void) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return 0;
+#endif
+    struct rlimit limit;
+    long top = 4096;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && (long)limit.rlim_cur < 1L << 20)
+        top = (long)limit.rlim_cur;
+    for (long fd = 3; fd < top; fd++) {
+        int flags = fcntl((int)fd, F_GETFD);
+        if (flags >= 0 && !(flags & FD_CLOEXEC) && fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC) < 0) return -1;
+    }
+    return 0;
+}
+
 static void child(const struct lc_spawn_request *r, int report_fd) {
     /* The parent may ignore SIGINT/SIGPIPE while it waits; ignored signals survive execve. */
     signal(SIGINT, SIG_DFL);
@@ -35,9 +58,11 @@ static void child(const struct lc_spawn_request *r, int report_fd) {
     sigprocmask(SIG_SETMASK, &none, NULL);
 
     if (r->new_session && setsid() < 0) fail(report_fd, LC_SPAWN_SETSID);
+    if (!r->new_session && r->new_process_group && setpgid(0, 0) < 0) fail(report_fd, LC_SPAWN_PROCESS_GROUP);
     if (r->stdin_fd >= 0 && dup2(r->stdin_fd, 0) < 0) fail(report_fd, LC_SPAWN_STDIO);
     if (r->stdout_fd >= 0 && dup2(r->stdout_fd, 1) < 0) fail(report_fd, LC_SPAWN_STDIO);
     if (r->stderr_fd >= 0 && dup2(r->stderr_fd, 2) < 0) fail(report_fd, LC_SPAWN_STDIO);
+    if (cloexec_from_3() < 0) fail(report_fd, LC_SPAWN_CLOSE_FDS);
 
     if (r->netns_path) {
         int fd = open(r->netns_path, O_RDONLY | O_CLOEXEC);
@@ -87,6 +112,8 @@ int lc_spawn(const struct lc_spawn_request *request, pid_t *pid, int *failed_ste
         child(request, pipe_fds[1]);
         _exit(127);
     }
+    /* Also from the parent, so the group exists before anyone signals it (the child may not have run yet). */
+    if (request->new_process_group && !request->new_session) setpgid(child_pid, child_pid);
     close(pipe_fds[1]);
     struct lc_report report;
     ssize_t got;

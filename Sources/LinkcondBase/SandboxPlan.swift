@@ -7,6 +7,9 @@
 ///  wl0 (wifi) ====veth==== c-wl0      s0 ====veth==== eth0
 ///  [ww0 (cellular) ==veth== c-ww0]    (forwards)         HTTP 204 probe, echo, DNS
 /// ```
+///
+/// With the userspace backend a wire namespace sits in each client link, the client and router keeping
+/// their interface names, indexes and addresses: `wl0 ==veth== cl-wl0 [engine] rt-wl0 ==veth== c-wl0`.
 public enum SandboxPlan {
     /// The client's wifi interface.
     public static let wifiInterface = "wl0"
@@ -21,11 +24,21 @@ public enum SandboxPlan {
     /// The server's interface.
     public static let serverInterface = "eth0"
 
+    /// The wire namespace's end facing the client's wifi interface (userspace backend).
+    public static let wireClientWifiInterface = "cl-wl0"
+    /// The wire namespace's end facing the router's wifi interface.
+    public static let wireRouterWifiInterface = "rt-wl0"
+    /// The wire namespace's end facing the client's cellular interface.
+    public static let wireClientCellularInterface = "cl-ww0"
+    /// The wire namespace's end facing the router's cellular interface.
+    public static let wireRouterCellularInterface = "rt-ww0"
+
     /// Interface indexes: each veth end gets its own, different from its peer's, so the kernel reports
     /// carrier changes at once instead of batching them for up to a second (see
     /// `RouteNetlinkClient.createVeth`).
     public static let interfaceIndexes: [String: Int32] = [
-        wifiInterface: 20, routerWifiInterface: 21, cellularInterface: 30, routerCellularInterface: 31,
+        wifiInterface: 20, routerWifiInterface: 21, wireClientWifiInterface: 22, wireRouterWifiInterface: 23,
+        cellularInterface: 30, routerCellularInterface: 31, wireClientCellularInterface: 32, wireRouterCellularInterface: 33,
         serverInterface: 40, routerServerInterface: 41,
     ]
 

@@ -32,6 +32,7 @@ public enum CommandTree {
         options: [
             nameOption,
             .flag("cellular", help: "also give the client a cellular interface ww0 (route metric 200, behind wl0's 100)"),
+            .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),
             .flag("json", help: "print the resulting status as JSON"),
         ],
         examples: ["sudo linkcond up", "sudo linkcond up --name lab2 --cellular"])
@@ -73,14 +74,17 @@ public enum CommandTree {
         abstract: "Put a network profile on the sandbox's wire (creates the sandbox when it is not up).",
         discussion: """
             PROFILE is a catalog name (see 'linkcond profiles') or a path to a profile file. The profile is
-            parsed and checked before anything changes; then netem qdiscs are installed through netlink on
-            both ends of the client's links (uplink on the client's end, downlink on the router's), read
-            back and compared with what was sent. Applying another profile replaces the conditions in
-            place: there is never a moment without conditions.
+            parsed and checked before anything changes. With netem, qdiscs are installed through netlink on
+            both ends of the client's links (uplink on the client's end, downlink on the router's); with the
+            userspace backend (kernels without netem), linkcond's engine in the wire namespace takes the
+            profile over its control socket. Either way what is held is read back and compared with what
+            was sent. Applying another profile replaces the conditions in place: there is never a moment
+            without conditions.
             """,
         options: [
             nameOption,
-            .value("backend", help: "how conditions are made", defaultDescription: "auto", allowedValues: ["auto", "netem", "userspace"]),
+            .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),
+            .value("link", help: "only this client link", defaultDescription: "every link", allowedValues: ["wl0", "ww0"]),
             .flag("json", help: "print what was done as JSON"),
         ],
         positionals: [PositionalSpec("profile", help: "a catalog name such as 'edge', or a path to a profile JSON file")],
@@ -89,11 +93,11 @@ public enum CommandTree {
     static let clear = CommandSpec(
         "clear",
         abstract: "Remove the conditions: the sandbox's links carry traffic unimpaired again.",
-        options: [nameOption])
+        options: [nameOption, .value("link", help: "only this client link", defaultDescription: "every link", allowedValues: ["wl0", "ww0"])])
 
     static let show = CommandSpec(
         "show",
-        abstract: "Show the conditions the kernel holds, read back and decoded into profile terms, with counters.",
+        abstract: "Show the conditions the backend holds (netem's qdiscs or the engine), read back in profile terms, with counters.",
         options: [nameOption, .flag("json", help: "print JSON")])
 
     static let profiles = CommandSpec(
@@ -136,6 +140,7 @@ public enum CommandTree {
             OptionSpec.value("name", short: "n", help: "run in this existing sandbox instead of a fresh one"),
             .value("report", valueName: "dir", help: "where to write events.jsonl and the reports", defaultDescription: "linkcond-reports/SCENARIO"),
             .value("observe", valueName: "command", help: "a command to run as the device; its JSON lines become the app lane"),
+            .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),
         ],
         positionals: [PositionalSpec("scenario", help: "a scenario file, or a name from scenarios/")],
         examples: [
@@ -145,12 +150,16 @@ public enum CommandTree {
 
     static let doctor = CommandSpec(
         "doctor",
-        abstract: "Check which kernel features linkcond can use (netem, tbf, htb, ifb, veth, namespaces).",
+        abstract: "Check which kernel features linkcond can use (netem, tbf, htb, ifb, veth, namespaces) and which backend works.",
         discussion: """
             Each feature is tried for real in a throwaway namespace, and a refusal is shown in the kernel's
-            own words. Nothing outside that namespace is changed.
+            own words. Nothing outside that namespace is changed. Exits 1 when the backend asked for (by
+            default 'auto': netem, or the userspace engine where the kernel has no netem) cannot work here.
             """,
-        options: [.flag("json", help: "print JSON")])
+        options: [
+            .value("backend", help: "the backend to check for", defaultDescription: "auto", allowedValues: ["auto", "netem", "userspace"]),
+            .flag("json", help: "print JSON"),
+        ])
 
     static let serve = CommandSpec(
         "serve",

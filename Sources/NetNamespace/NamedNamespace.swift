@@ -118,8 +118,20 @@ public struct NamedNamespace: Sendable, Hashable {
         Self.removeTree(etcPath)
     }
 
+    /// Removes whatever is left of a named namespace called `name`: its bind mount and file in
+    /// `/run/netns` and its `/etc/netns/NAME` directory, whether or not the namespace still exists (a crash
+    /// between creating the file and mounting onto it leaves a plain file). Returns true when anything was there.
+    @discardableResult
+    public static func removeLeftovers(of name: String) throws(NamespaceError) -> Bool {
+        try validate(name)
+        let namespace = NamedNamespace(unchecked: name)
+        let present = access(namespace.path, F_OK) == 0 || access(namespace.etcPath, F_OK) == 0
+        try namespace.delete()
+        return present
+    }
+
     /// Writes `/etc/netns/NAME/FILE` (e.g. `resolv.conf`), which processes started with
-    /// ``spawn(_:arguments:environment:standardInput:standardOutput:standardError:newSession:)`` see as
+    /// ``spawn(_:arguments:environment:standardInput:standardOutput:standardError:grouping:)`` see as
     /// `/etc/FILE`.
     public func writeEtcFile(_ file: String, contents: String) throws(NamespaceError) {
         for directory in [Self.etcDirectory, etcPath] where mkdir(directory, 0o755) != 0 && errno != EEXIST {

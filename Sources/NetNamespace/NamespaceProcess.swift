@@ -1,10 +1,31 @@
 import CSpawn
 import Glibc
 
+/// Where a spawned process stands among process groups and sessions.
+public enum ProcessGrouping: Sendable {
+    /// In the caller's process group and session: a foreground command (`linkcond exec`).
+    case inherit
+    /// A process group of its own (pgid = pid), so ``SpawnedProcess/terminate(grace:)`` ends it together
+    /// with every process it started: an observed app started through `sh -c`.
+    case newGroup
+    /// A session of its own (`setsid`), detached from the terminal, and with it a group of its own: daemons
+    /// such as the sandbox's server and the engine.
+    case newSession
+}
+
 /// A process started inside a namespace.
 public struct SpawnedProcess: Sendable {
     /// The child's process id.
     public let pid: pid_t
+    /// True when the child leads a process group of its own (``ProcessGrouping/newGroup`` or
+    /// ``ProcessGrouping/newSession``).
+    public let leadsGroup: Bool
+
+    /// A process this process started.
+    public init(pid: pid_t, leadsGroup: Bool) {
+        self.pid = pid
+        self.leadsGroup = leadsGroup
+    }
 
     /// Waits for the process to end and returns its exit code; a process killed by signal N gives
     /// 128 + N, as shells report it.
@@ -14,13 +35,41 @@ public struct SpawnedProcess: Sendable {
             if errno == EINTR { continue }
             throw .system(operation: "wait for process \(pid)", errno: errno)
         }
-        let signal = status & 0x7f
-        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        return Self.exitCode(status)
     }
 
-    /// Sends `signal` to the process.
+    /// Sends `signal` to the process, and to its whole group when it leads one.
     public func send(signal: Int32) {
-        kill(pid, signal)
+        kill(leadsGroup ? -pid : pid, signal)
+    }
+
+    /// Ends the process (and its group, when it leads one): SIGTERM, then SIGKILL when it has not ended
+    /// after `grace` seconds; then reaps it. Returns its exit code as ``wait()`` does.
+    @discardableResult
+    public func terminate(grace: Double = 2) -> Int32 {
+        send(signal: SIGTERM)
+        var status: Int32 = 0
+        let deadline = grace * 1000
+        var waited = 0.0
+        while waited < deadline {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid {
+                // The leader is gone; its group may still have members (an app started through `sh -c`).
+                if leadsGroup { kill(-pid, SIGKILL) }
+                return Self.exitCode(status)
+            }
+            if result < 0 && errno != EINTR { return -1 }
+            usleep(20_000)
+            waited += 20
+        }
+        send(signal: SIGKILL)
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return Self.exitCode(status)
+    }
+
+    static func exitCode(_ status: Int32) -> Int32 {
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 }
 
@@ -35,11 +84,14 @@ extension NamedNamespace {
     ///   - arguments: the arguments after the program name.
     ///   - environment: the child's environment; nil passes this process's own.
     ///   - standardInput/standardOutput/standardError: descriptors for the child; nil inherits.
-    ///   - newSession: start a new session (detached from the terminal), for daemons.
+    ///   - grouping: the child's process group and session.
+    ///
+    /// The child gets descriptors 0, 1 and 2 only: every other descriptor of this process is closed at
+    /// `execve`, so a spawned process never keeps the caller's sockets (or a namespace) alive.
     public func spawn(
         _ program: String, arguments: [String] = [], environment: [String: String]? = nil,
         standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil,
-        newSession: Bool = false
+        grouping: ProcessGrouping = .inherit
     ) throws(NamespaceError) -> SpawnedProcess {
         let executable = try Self.resolveExecutable(program, environment: environment)
         var binds: [(source: String, target: String)] = []
@@ -78,7 +130,8 @@ extension NamedNamespace {
                     request.stdin_fd = standardInput ?? -1
                     request.stdout_fd = standardOutput ?? -1
                     request.stderr_fd = standardError ?? -1
-                    request.new_session = newSession ? 1 : 0
+                    request.new_session = grouping == .newSession ? 1 : 0
+                    request.new_process_group = grouping == .newGroup ? 1 : 0
                     request.working_directory = nil
                     return lc_spawn(&request, &pid, &step)
                 }
@@ -87,7 +140,7 @@ extension NamedNamespace {
         if code != 0 {
             throw .system(operation: "run \(program) in \(name) (\(Self.describe(step: step)))", errno: code)
         }
-        return SpawnedProcess(pid: pid)
+        return SpawnedProcess(pid: pid, leadsGroup: grouping != .inherit)
     }
 
     private static func describe(step: Int32) -> String {
@@ -101,6 +154,8 @@ extension NamedNamespace {
         case LC_SPAWN_STDIO.rawValue: "set up standard input/output"
         case LC_SPAWN_SETSID.rawValue: "start a new session"
         case LC_SPAWN_CHDIR.rawValue: "change directory"
+        case LC_SPAWN_PROCESS_GROUP.rawValue: "start a process group"
+        case LC_SPAWN_CLOSE_FDS.rawValue: "close inherited descriptors"
         default: "execute"
         }
     }

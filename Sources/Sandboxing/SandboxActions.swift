@@ -118,7 +118,7 @@ extension Sandbox {
 
     /// The file whose presence makes the sandbox's server answer as a captive portal
     /// (`linkcond serve --portal-flag PATH`).
-    public var portalFlagPath: String { "\(store.directory)/\(topology.name).portal" }
+    public var portalFlagPath: String { store.portalFlagPath(for: topology.name) }
 
     /// Switches the captive portal on or off: while on, `/generate_204` answers 200 with a login page.
     public func setPortal(on: Bool) throws(SandboxError) {

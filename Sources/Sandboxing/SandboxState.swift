@@ -1,31 +1,14 @@
 import Foundation
 import Glibc
 
-/// What `linkcond up` made, recorded so that `linkcond down` (or a cleanup after a crash) removes exactly
-/// that and nothing else.
+/// What `linkcond up` made, recorded so that `linkcond down` removes exactly that.
+///
+/// The state is a record, not an authority: `down` removes only what it can tie to this sandbox by name
+/// (``SandboxTopology/allNamespaces``) and processes it can prove it started (``RecordedProcess``), so a
+/// state file that names anything else — edited, corrupted, or another sandbox's — never makes it touch that.
+/// Intent is recorded before each step acts, and names are derived from the sandbox's name, so a crash at any
+/// instant leaves nothing a cleanup cannot find.
 public struct SandboxState: Codable, Sendable, Equatable {
-    /// A process linkcond started (the sandbox's server), identified by pid *and* start time so a reused
-    /// pid is never mistaken for it.
-    public struct RecordedProcess: Codable, Sendable, Equatable {
-        public var pid: Int32
-        /// Field 22 of `/proc/PID/stat` (clock ticks since boot).
-        public var startTime: UInt64
-        /// Where its output goes.
-        public var logPath: String
-
-        /// True when the process still runs and is the one that was recorded.
-        public var isRunning: Bool {
-            SandboxState.processStartTime(pid) == startTime
-        }
-
-        /// True when the recorded process is a child of this process that `waitpid` has not collected yet:
-        /// running, or ended (a zombie) and waiting to be reaped.
-        public var isUnreapedChild: Bool {
-            guard let stat = SandboxState.processStat(pid) else { return false }
-            return stat.parent == getpid() && stat.startTime == startTime
-        }
-    }
-
     /// The profile currently on the wire, as `linkcond apply` recorded it.
     public struct AppliedConditions: Codable, Sendable, Equatable {
         /// The profile's name.
@@ -34,22 +17,36 @@ public struct SandboxState: Codable, Sendable, Equatable {
         public var source: String?
         /// ISO 8601 time of the apply.
         public var appliedAt: String
+        /// The client links it is on (`wifi`, `cellular`); nil for every link.
+        public var links: [String]?
 
         /// A record of `profile` (read from `source`) applied now.
-        public init(profile: String, source: String?, appliedAt: String = ISO8601DateFormatter().string(from: Date())) {
+        public init(
+            profile: String, source: String?, appliedAt: String = ISO8601DateFormatter().string(from: Date()), links: [String]? = nil
+        ) {
             self.profile = profile
             self.source = source
             self.appliedAt = appliedAt
+            self.links = links
         }
     }
 
-    public var version = 1
+    /// The format of this file.
+    public static let currentVersion = 2
+
+    public var version = SandboxState.currentVersion
+    /// The sandbox's name; a state file whose name differs from its file name is not trusted.
     public var name: String
+    /// Whether the client has a cellular link.
     public var cellular: Bool
-    /// Namespaces created so far, in creation order.
+    /// Whether a wire namespace sits between the client and the router (userspace backend).
+    public var wire: Bool
+    /// Which conditioning backend the sandbox was built for (`netem`, `userspace`), as the layer above says.
+    public var backend: String?
+    /// Namespaces about to be created or created, in creation order (recorded before each is made).
     public var namespaces: [String] = []
-    /// The server process, once started.
-    public var server: RecordedProcess?
+    /// Processes started for the sandbox (its server, the engine).
+    public var processes: [RecordedProcess] = []
     /// True once `up` finished; false while it runs (or when it died half-way).
     public var complete = false
     /// ISO 8601 time of creation.
@@ -57,82 +54,152 @@ public struct SandboxState: Codable, Sendable, Equatable {
     /// The profile applied last, nil when the wire is clear.
     public var conditions: AppliedConditions?
 
-    public init(name: String, cellular: Bool) {
+    /// A fresh record for sandbox `name`.
+    public init(name: String, cellular: Bool, wire: Bool = false, backend: String? = nil) {
         self.name = name
         self.cellular = cellular
+        self.wire = wire
+        self.backend = backend
         createdAt = ISO8601DateFormatter().string(from: Date())
     }
 
-    /// Start time of `pid` from `/proc/PID/stat`, or nil when there is no such process.
-    public static func processStartTime(_ pid: Int32) -> UInt64? {
-        // A zombie (Z) or dead (X) process is not running, even though /proc still lists it.
-        guard let stat = processStat(pid), stat.state != "Z", stat.state != "X" else { return nil }
-        return stat.startTime
-    }
-
-    /// State, parent pid and start time of `pid` from `/proc/PID/stat`, zombies included.
-    static func processStat(_ pid: Int32) -> (state: Substring, parent: Int32, startTime: UInt64)? {
-        guard pid > 0, let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return nil }
-        // Fields after "comm)" start at field 3 (state); ppid is field 4, starttime field 22.
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 19, let parent = Int32(fields[1]), let startTime = UInt64(fields[19]) else { return nil }
-        return (fields[0], parent, startTime)
-    }
+    /// The sandbox's server process, once started.
+    public var server: RecordedProcess? { processes.first { $0.role == .server } }
+    /// The userspace engine's process, once started.
+    public var engine: RecordedProcess? { processes.first { $0.role == .engine } }
 }
 
-/// The directory of state files: one `NAME.json` per sandbox, written atomically.
-public struct SandboxStore: Sendable {
+/// The directory of state files: one `NAME.json` per sandbox, written atomically, plus each sandbox's
+/// lock, logs, portal flag and engine socket, all named after the sandbox.
+public struct SandboxStore: Sendable, Equatable {
     /// Where state files live.
     public let directory: String
 
     /// The default store, `/run/linkcond` (tmpfs: state goes away with a reboot, as namespaces do).
     public static let standard = SandboxStore(directory: "/run/linkcond")
 
+    /// A store in `directory` (tests use temporary ones).
     public init(directory: String) {
         self.directory = directory
     }
 
     /// `DIRECTORY/NAME.json`.
     public func path(for name: String) -> String { "\(directory)/\(name).json" }
-    /// `DIRECTORY/NAME.serve.log`.
-    public func logPath(for name: String) -> String { "\(directory)/\(name).serve.log" }
+    /// `DIRECTORY/NAME.serve.log`: the server's output.
+    public func logPath(for name: String) -> String { log(for: name, role: .server) }
+    /// `DIRECTORY/NAME.ROLE.log`: a process's output (`serve`, `engine`).
+    public func log(for name: String, role: RecordedProcess.Role) -> String { "\(directory)/\(name).\(role.fileTag).log" }
+    /// `DIRECTORY/NAME.lock`: the sandbox's lock (``SandboxLock``).
+    public func lockPath(for name: String) -> String { "\(directory)/\(name).lock" }
+    /// `DIRECTORY/NAME.portal`: while it exists, the server answers as a captive portal.
+    public func portalFlagPath(for name: String) -> String { "\(directory)/\(name).portal" }
+    /// `DIRECTORY/NAME.engine.sock`: the userspace engine's control socket.
+    public func engineSocketPath(for name: String) -> String { "\(directory)/\(name).engine.sock" }
 
-    /// The recorded state of sandbox `name`, or nil when there is none.
-    public func load(_ name: String) throws(SandboxError) -> SandboxState? {
+    /// Every file of sandbox `name` this store can hold, lock excluded (its holder removes it last).
+    public func files(of name: String) -> [String] {
+        [path(for: name), portalFlagPath(for: name), engineSocketPath(for: name)]
+            + RecordedProcess.Role.allCases.map { log(for: name, role: $0) }
+            + temporaryFiles(of: name)
+    }
+
+    private func temporaryPrefix(_ name: String) -> String { ".\(name).json.tmp." }
+
+    /// Half-written state files of `name` (a writer killed between create and rename).
+    func temporaryFiles(of name: String) -> [String] {
+        let prefix = temporaryPrefix(name)
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return entries.filter { $0.hasPrefix(prefix) }.map { "\(directory)/\($0)" }
+    }
+
+    /// What reading a state file found.
+    public enum Record: Sendable, Equatable {
+        /// No state file.
+        case missing
+        /// A state file that reads as this sandbox's.
+        case state(SandboxState)
+        /// A state file that cannot be trusted: unreadable, truncated, of another sandbox. `detail` says why.
+        case unreadable(detail: String)
+    }
+
+    /// Reads the state file of `name` without judging it.
+    public func record(_ name: String) -> Record {
         let path = path(for: name)
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return .missing }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .unreadable(detail: "is not a regular file") }
+        guard let data = FileManager.default.contents(atPath: path) else { return .unreadable(detail: "cannot be read") }
+        let state: SandboxState
         do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            return try JSONDecoder().decode(SandboxState.self, from: data)
+            state = try JSONDecoder().decode(SandboxState.self, from: data)
         } catch {
-            throw .state(path: path, detail: "cannot be read (\(error.localizedDescription)); remove it by hand if it is stale")
+            return .unreadable(detail: data.allSatisfy({ [0x20, 0x0a, 0x0d, 0x09].contains($0) }) ? "is empty" : "is not a linkcond state file (\(Self.reason(error)))")
+        }
+        guard state.name == name else { return .unreadable(detail: "names sandbox '\(state.name)', not '\(name)'") }
+        guard state.version == SandboxState.currentVersion else {
+            return .unreadable(detail: "has version \(state.version); this linkcond writes version \(SandboxState.currentVersion)")
+        }
+        return .state(state)
+    }
+
+    private static func reason(_ error: Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): "no '\(key.stringValue)'"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
+            DecodingError.dataCorrupted(let context):
+            context.codingPath.isEmpty ? context.debugDescription : "bad '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
+        default: "\(error)"
         }
     }
 
-    /// Writes the state atomically (a temporary file renamed over the old one).
+    /// The recorded state of sandbox `name`, nil when there is none; throws when the file cannot be trusted.
+    public func load(_ name: String) throws(SandboxError) -> SandboxState? {
+        switch record(name) {
+        case .missing: return nil
+        case let .state(state): return state
+        case let .unreadable(detail):
+            throw .state(path: path(for: name), detail: "\(detail); 'linkcond down\(SandboxError.nameOption(name))' cleans up from the sandbox's names alone")
+        }
+    }
+
+    /// Writes the state atomically: a temporary file of this process, flushed, renamed over the old one.
     public func save(_ state: SandboxState) throws(SandboxError) {
         let path = path(for: state.name)
+        let temporary = "\(directory)/\(temporaryPrefix(state.name))\(getpid())"
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(state).write(to: URL(fileURLWithPath: path), options: .atomic)
+            let bytes = [UInt8](try encoder.encode(state))
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            guard fd >= 0 else { throw SandboxError.state(path: temporary, detail: "cannot be created (\(String(cString: strerror(errno))))") }
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let synced = fsync(fd) == 0
+            close(fd)
+            guard written == bytes.count, synced, rename(temporary, path) == 0 else {
+                let code = errno
+                unlink(temporary)
+                throw SandboxError.state(path: path, detail: "cannot be written (\(String(cString: strerror(code))))")
+            }
+        } catch let error as SandboxError {
+            throw error
         } catch {
+            unlink(temporary)
             throw .state(path: path, detail: "cannot be written (\(error.localizedDescription))")
         }
     }
 
-    /// Removes the state file and the server log of `name`.
-    public func remove(_ name: String) {
-        unlink(path(for: name))
-        unlink(logPath(for: name))
+    /// Removes every file of sandbox `name` (state, logs, portal flag, engine socket, half-written state);
+    /// returns the ones that existed.
+    @discardableResult
+    public func remove(_ name: String) -> [String] {
+        files(of: name).filter { unlink($0) == 0 }
     }
 
-    /// The names of every recorded sandbox, sorted.
+    /// The names of every sandbox with a state file, sorted.
     public func names() -> [String] {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return files.filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.sorted()
+        return files.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.map { String($0.dropLast(5)) }
+            .filter(SandboxTopology.isValidName).sorted()
     }
 }

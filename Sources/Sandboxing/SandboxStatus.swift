@@ -1,3 +1,4 @@
+import LinkcondBase
 import NetNamespace
 import RouteNetlink
 
@@ -19,7 +20,7 @@ public struct SandboxStatus: Codable, Sendable, Equatable {
     /// One of the sandbox's namespaces.
     public struct Namespace: Codable, Sendable, Equatable {
         public var name: String
-        /// Its role: client, router or server.
+        /// Its role: client, router, server or wire.
         public var role: String
         public var exists: Bool
         public var interfaces: [Interface]
@@ -27,53 +28,119 @@ public struct SandboxStatus: Codable, Sendable, Equatable {
         public var defaultRoutes: [String]
     }
 
+    /// A process of the sandbox.
+    public struct Process: Codable, Sendable, Equatable {
+        /// `server` or `engine`.
+        public var role: String
+        public var pid: Int32
+        /// True when it runs and is provably the one started (start time, executable, marker).
+        public var running: Bool
+        /// Where its output goes.
+        public var log: String
+    }
+
     public var name: String
+    /// True when everything `up` made is there and running (``problems`` is empty).
     public var healthy: Bool
+    /// True once `up` finished.
     public var complete: Bool
     public var cellular: Bool
+    /// True when a wire namespace sits in each client link (userspace backend).
+    public var wire: Bool
+    /// The backend the sandbox was built for, when recorded.
+    public var backend: String?
     public var createdAt: String
     public var namespaces: [Namespace]
+    public var processes: [Process]
+    /// What is missing or not running, one sentence each.
+    public var problems: [String]
+    /// The command that holds the sandbox's lock right now (a change in progress), if any.
+    public var busy: String?
+    /// The server's pid (also in ``processes``).
     public var serverPID: Int32?
+    /// Whether the server runs.
     public var serverRunning: Bool
 }
 
+/// A sandbox `status` found, or why it could not read one.
+public enum SandboxListing: Sendable, Equatable {
+    /// A sandbox with a readable state file.
+    case status(SandboxStatus)
+    /// A sandbox whose state file cannot be trusted, or that exists only as leftovers by name (a crash
+    /// before its state was written): what was found, and what to do.
+    case damaged(name: String, detail: String, leftovers: [String], busy: String?)
+}
+
 extension Sandbox {
-    /// The sandbox's status, or nil when no state file records it.
+    /// The sandbox's status, or nil when no state file records it. Throws when the state file cannot be
+    /// trusted (``listing()`` reports that instead).
     public func status() throws(SandboxError) -> SandboxStatus? {
         guard let state = try store.load(topology.name) else { return nil }
-        let roles = ["client", "router", "server"]
-        var namespaces: [SandboxStatus.Namespace] = []
-        for (index, name) in topology.namespaces.enumerated() {
-            var entry = SandboxStatus.Namespace(name: name, role: roles[index], exists: NamedNamespace.exists(name), interfaces: [], defaultRoutes: [])
-            if entry.exists, let namespace = try? NamedNamespace(existing: name) {
-                let client = try netlink(namespace)
-                do {
-                    let links = try client.links()
-                    let addresses = try client.addresses()
-                    let names = Dictionary(links.map { ($0.index, $0.name) }, uniquingKeysWith: { first, _ in first })
-                    entry.interfaces = links.map { link in
-                        SandboxStatus.Interface(
-                            name: link.name, kind: link.kind, up: link.isUp, operationalState: link.operationalState.description,
-                            carrier: link.carrier, mtu: link.mtu, hardwareAddress: link.hardwareAddressText,
-                            addresses: addresses.filter { $0.interfaceIndex == link.index && !$0.prefix.address.isLinkLocal }
-                                .map(\.prefix.description))
-                    }
-                    entry.defaultRoutes = try client.routes().filter { $0.isDefault && $0.table == .main && $0.type == .unicast }.map { route in
-                        var text = "default"
-                        if let gateway = route.gateway { text += " via \(gateway)" }
-                        if let index = route.outputInterface { text += " dev \(names[index] ?? "#\(index)")" }
-                        if let metric = route.metric { text += " metric \(metric)" }
-                        return text
-                    }
-                } catch {
-                    throw .netlink(error)
-                }
-            }
-            namespaces.append(entry)
+        return status(of: state)
+    }
+
+    /// The sandbox's status whatever shape it is in; nil when nothing of it exists.
+    public func listing() -> SandboxListing? {
+        let busy = SandboxLock.holder(of: topology.name, store: store).map { "\($0)" }
+        switch store.record(topology.name) {
+        case let .state(state):
+            var status = status(of: state)
+            status.busy = busy
+            return .status(status)
+        case let .unreadable(detail):
+            return .damaged(name: topology.name, detail: "the state file \(detail)", leftovers: leftovers(), busy: busy)
+        case .missing:
+            let found = leftovers()
+            if found.isEmpty && busy == nil { return nil }
+            return .damaged(name: topology.name, detail: busy == nil ? "no state file, but leftovers" : "being created", leftovers: found, busy: busy)
         }
+    }
+
+    private func status(of state: SandboxState) -> SandboxStatus {
+        var roles: [SandboxTopology.Role] = [.client, .router, .server]
+        if state.wire { roles.append(.wire) }
+        let namespaces = roles.map { role in namespaceStatus(role) }
         return SandboxStatus(
-            name: state.name, healthy: isHealthy(state), complete: state.complete, cellular: state.cellular,
-            createdAt: state.createdAt, namespaces: namespaces, serverPID: state.server?.pid,
-            serverRunning: state.server?.isRunning ?? false)
+            name: state.name, healthy: isHealthy(state), complete: state.complete, cellular: state.cellular, wire: state.wire,
+            backend: state.backend, createdAt: state.createdAt, namespaces: namespaces,
+            processes: state.processes.map {
+                SandboxStatus.Process(role: $0.role.rawValue, pid: $0.pid, running: $0.isRunning, log: store.log(for: topology.name, role: $0.role))
+            },
+            problems: problems(state), busy: nil, serverPID: state.server?.pid, serverRunning: state.server?.isRunning ?? false)
+    }
+
+    private func namespaceStatus(_ role: SandboxTopology.Role) -> SandboxStatus.Namespace {
+        let name = topology.namespace(role)
+        var entry = SandboxStatus.Namespace(name: name, role: role.rawValue, exists: NamedNamespace.exists(name), interfaces: [], defaultRoutes: [])
+        guard entry.exists, let namespace = try? NamedNamespace(existing: name), let client = try? netlink(namespace),
+            let links = try? client.links(), let addresses = try? client.addresses(), let routes = try? client.routes()
+        else { return entry }
+        let names = Dictionary(links.map { ($0.index, $0.name) }, uniquingKeysWith: { first, _ in first })
+        entry.interfaces = links.map { link in
+            SandboxStatus.Interface(
+                name: link.name, kind: link.kind, up: link.isUp, operationalState: link.operationalState.description,
+                carrier: link.carrier, mtu: link.mtu, hardwareAddress: link.hardwareAddressText,
+                addresses: addresses.filter { $0.interfaceIndex == link.index && !$0.prefix.address.isLinkLocal }.map(\.prefix.description))
+        }
+        entry.defaultRoutes = routes.filter { $0.isDefault && $0.table == .main && $0.type == .unicast }.map { route in
+            var text = "default"
+            if let gateway = route.gateway { text += " via \(gateway)" }
+            if let index = route.outputInterface { text += " dev \(names[index] ?? "#\(index)")" }
+            if let metric = route.metric { text += " metric \(metric)" }
+            return text
+        }
+        return entry
+    }
+
+    /// Every sandbox in `store` and every one that exists only as leftovers in `/run/netns` (named
+    /// `lc-…`), each as ``listing()`` reports it; one broken sandbox never hides the others.
+    public static func listAll(store: SandboxStore = .standard) -> [SandboxListing] {
+        var names = Set(store.names())
+        for namespace in NamedNamespace.list() {
+            if let owner = SandboxTopology.owner(ofNamespace: namespace) { names.insert(owner.sandbox) }
+        }
+        return names.sorted().compactMap { name in
+            (try? SandboxTopology(name: name)).flatMap { Sandbox(topology: $0, store: store).listing() }
+        }
     }
 }

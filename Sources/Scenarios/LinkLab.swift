@@ -39,11 +39,17 @@ public final class LinkLab: @unchecked Sendable {
         public var store: SandboxStore
         /// Where the profile catalog is (nil: the usual lookup).
         public var catalogDirectory: String?
+        /// Which backend conditions a sandbox the lab makes (`auto`: netem when the kernel has it, else the
+        /// userspace engine). An existing sandbox keeps the backend it was built with.
+        public var backend: BackendChoice
 
+        /// Options for a lab; by default a fresh sandbox with wifi only, no profile, the default prober.
         public init(
             sandboxName: String? = nil, profile: String? = nil, cellular: Bool = false, reportDirectory: String? = nil,
-            probe: ReachabilitySettings = ReachabilitySettings(), store: SandboxStore = .standard, catalogDirectory: String? = nil
+            probe: ReachabilitySettings = ReachabilitySettings(), store: SandboxStore = .standard, catalogDirectory: String? = nil,
+            backend: BackendChoice = .auto
         ) {
+            self.backend = backend
             self.sandboxName = sandboxName
             self.profile = profile
             self.cellular = cellular
@@ -60,17 +66,28 @@ public final class LinkLab: @unchecked Sendable {
     public let monitor: PathMonitor
     public let prober: ReachabilityProber
     public let options: Options
+    /// The backend that holds the sandbox's conditions.
+    public let conditions: any ConditioningBackend
     private let ownsSandbox: Bool
     private let server: ResponderServer?
+    private let sandboxLock: SandboxLock
     private let lock = NSLock()
     private var observed: ObservedProcess?
     private var closed = false
+    /// How to put back what the lab changed on a sandbox it did not make, by what was changed (each kind of
+    /// change once, however often it was made).
+    private var undo: [(key: String, action: () throws -> Void)] = []
+    private let initialConditions: SandboxState.AppliedConditions?
     private let queue = DispatchQueue(label: "linkcond.lab")
 
     private init(
         sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, monitor: PathMonitor,
-        prober: ReachabilityProber, options: Options, ownsSandbox: Bool, server: ResponderServer?
+        prober: ReachabilityProber, options: Options, ownsSandbox: Bool, server: ResponderServer?, conditions: any ConditioningBackend,
+        sandboxLock: SandboxLock, initialConditions: SandboxState.AppliedConditions?
     ) {
+        self.conditions = conditions
+        self.sandboxLock = sandboxLock
+        self.initialConditions = initialConditions
         self.sandbox = sandbox
         self.recorder = recorder
         self.reportDirectory = reportDirectory
@@ -83,14 +100,24 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Opens a lab: makes (or finds) the sandbox, starts its server, the recorder, the path monitor and
     /// the prober. On failure everything made so far is removed again.
+    ///
+    /// The lab holds the sandbox's lock until ``close()``: no other command changes the sandbox meanwhile.
+    /// On a sandbox it did not make, ``close()`` puts back what the lab changed (links, addresses, routes,
+    /// the portal, the conditions), however the lab ends.
     public static func open(_ options: Options, isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> LinkLab {
         let name = options.sandboxName ?? "lab\(getpid() % 100_000)x\(Int.random(in: 0..<1000))"
         let sandbox = Sandbox(topology: try SandboxTopology(name: name), store: options.store)
         let ownsSandbox = options.sandboxName == nil
+        let sandboxLock = try sandbox.lock(for: "run")
         var server: ResponderServer?
+        var succeeded = false
+        defer { if !succeeded { sandboxLock.release() } }
         do {
+            let conditioning = SandboxConditioning(sandbox: sandbox)
+            let conditions: any ConditioningBackend
+            var initialConditions: SandboxState.AppliedConditions?
             if ownsSandbox {
-                try sandbox.up(cellular: options.cellular, server: .none, isCancelled: isCancelled)
+                conditions = try conditioning.prepare(options.backend, cellular: options.cellular, server: .none, isCancelled: isCancelled).backend
                 server = try startServer(for: sandbox)
                 try sandbox.waitForServer(timeout: 10, isCancelled: isCancelled)
             } else {
@@ -98,6 +125,8 @@ public final class LinkLab: @unchecked Sendable {
                 if options.cellular && !state.cellular {
                     throw LabError.needsCellular(sandbox: name)
                 }
+                conditions = try conditioning.backend()
+                initialConditions = state.conditions
             }
             let directory = try options.reportDirectory ?? makeTemporaryDirectory()
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -106,7 +135,9 @@ public final class LinkLab: @unchecked Sendable {
             let lab = LinkLab(
                 sandbox: sandbox, recorder: recorder, reportDirectory: directory, monitor: PathMonitor(namespace: client),
                 prober: ReachabilityProber(namespace: client, settings: options.probe), options: options,
-                ownsSandbox: ownsSandbox, server: server)
+                ownsSandbox: ownsSandbox, server: server, conditions: conditions, sandboxLock: sandboxLock,
+                initialConditions: initialConditions)
+            succeeded = true
             do {
                 try lab.start()
                 if let profile = options.profile { try lab.apply(profile) }
@@ -214,21 +245,47 @@ public final class LinkLab: @unchecked Sendable {
         try apply(try ProfileCatalog.find(reference, directory: options.catalogDirectory))
     }
 
-    /// Applies a profile and records it on the conditions lane, with the netlink transaction's duration.
+    /// Applies a profile and records it on the conditions lane, with the transaction's duration.
     public func apply(_ profile: Profile) throws {
+        remember("conditions") { [sandbox, initialConditions, conditions, options] in
+            try Self.restore(initialConditions, on: conditions, sandbox: sandbox, catalogDirectory: options.catalogDirectory)
+        }
         try recordConditions(profile.name, action: "apply \(profile.name)", profile: profile.name) {
-            try NetemBackend(sandbox: sandbox).apply(profile).requests
+            try conditions.apply(profile, links: nil).requests
         }
     }
 
     /// Removes the conditions.
     public func clear() throws {
-        try recordConditions("clear", action: "clear") { try NetemBackend(sandbox: sandbox).clear().count }
+        remember("conditions") { [sandbox, initialConditions, conditions, options] in
+            try Self.restore(initialConditions, on: conditions, sandbox: sandbox, catalogDirectory: options.catalogDirectory)
+        }
+        try recordConditions("clear", action: "clear") { try conditions.clear(links: nil).count }
+    }
+
+    private static func restore(
+        _ initial: SandboxState.AppliedConditions?, on backend: any ConditioningBackend, sandbox: Sandbox, catalogDirectory: String?
+    ) throws {
+        guard let initial else {
+            _ = try backend.clear(links: nil)
+            return
+        }
+        let profile = try ProfileCatalog.find(initial.source ?? initial.profile, directory: catalogDirectory)
+        _ = try backend.apply(profile, links: initial.links.map { Set($0.compactMap(Sandbox.ClientLink.init(rawValue:))) })
+    }
+
+    /// Notes how to undo a kind of change, once (the first time it is made), for ``close()``.
+    private func remember(_ key: String, _ action: @escaping () throws -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !ownsSandbox, !undo.contains(where: { $0.key == key }) else { return }
+        undo.append((key, action))
     }
 
     /// Takes a client link down or up (see `Sandbox.setLink`).
     public func setLink(_ link: Sandbox.ClientLink, side: Sandbox.LinkSide, up: Bool) throws {
         let word = up ? "up" : "down"
+        remember("link \(link.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(link, side: side, up: true) }
         try recordConditions("\(link.rawValue) \(word)", action: "\(link.rawValue) link \(word) (\(side.rawValue) side)") {
             try sandbox.setLink(link, side: side, up: up)
             return 1
@@ -237,6 +294,7 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Removes or restores the client link's addresses.
     public func setAddresses(_ link: Sandbox.ClientLink, present: Bool) throws {
+        remember("addresses \(link.rawValue)") { [sandbox] in try sandbox.restoreAddresses(link) }
         try recordConditions(present ? "addresses restored" : "no address", action: "\(present ? "restore" : "remove") \(link.rawValue) addresses") {
             if present { try sandbox.restoreAddresses(link) } else { try sandbox.removeAddresses(link) }
             return 2
@@ -245,6 +303,7 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Removes or restores the client link's default routes.
     public func setDefaultRoutes(_ link: Sandbox.ClientLink, present: Bool) throws {
+        remember("routes \(link.rawValue)") { [sandbox] in try sandbox.restoreDefaultRoutes(link) }
         try recordConditions(present ? "routes restored" : "no default route", action: "\(present ? "restore" : "remove") \(link.rawValue) default routes") {
             if present { try sandbox.restoreDefaultRoutes(link) } else { try sandbox.removeDefaultRoutes(link) }
             return 2
@@ -253,6 +312,7 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Switches the server's captive portal on or off.
     public func setPortal(on: Bool) throws {
+        remember("portal") { [sandbox] in try sandbox.setPortal(on: false) }
         try recordConditions(on ? "portal" : "no portal", action: "captive portal \(on ? "on" : "off")") {
             try sandbox.setPortal(on: on)
             return 0
@@ -261,6 +321,11 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Hands the device over to a link.
     public func handOver(to link: Sandbox.ClientLink) throws {
+        for side in [Sandbox.LinkSide.router] {
+            for affected in [Sandbox.ClientLink.wifi, .cellular] {
+                remember("link \(affected.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(affected, side: side, up: true) }
+            }
+        }
         try recordConditions("on \(link.rawValue)", action: "hand over to \(link.rawValue)") {
             try sandbox.handOver(to: link)
             return 2
@@ -314,20 +379,35 @@ public final class LinkLab: @unchecked Sendable {
         try TimelineReader.read(path: recorder.path).events
     }
 
-    /// Stops everything; removes the sandbox when the lab made it. Safe to call twice.
+    /// Stops everything; removes the sandbox when the lab made it, and otherwise puts back what the lab
+    /// changed (recorded on the conditions lane). Releases the sandbox's lock. Safe to call twice.
     public func close() {
         lock.lock()
         let alreadyClosed = closed
         closed = true
         let observed = self.observed
+        let undo = self.undo
         lock.unlock()
         guard !alreadyClosed else { return }
         observed?.stop()
+        if !undo.isEmpty {
+            // Links first: addresses and routes can only be restored on a link that is up.
+            let ordered = undo.filter { $0.key.hasPrefix("link") } + undo.filter { !$0.key.hasPrefix("link") }
+            var failures: [String] = []
+            for (key, action) in ordered {
+                do { try action() } catch { failures.append("\(key): \(error)") }
+            }
+            _ = try? recorder.record(
+                .conditions, "restored",
+                "put back what the run changed (\(ordered.map(\.key).joined(separator: ", ")))" + (failures.isEmpty ? "" : "; failed: \(failures.joined(separator: "; "))"),
+                state: "restored")
+        }
         prober.cancel()
         monitor.cancel()
         _ = try? recorder.record(.scenario, TimelineKind.runFinished, "run finished")
         server?.stop()
         if ownsSandbox { _ = try? sandbox.down() }
+        sandboxLock.release()
     }
 }
 

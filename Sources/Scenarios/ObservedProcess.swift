@@ -16,7 +16,8 @@ final class ObservedProcess: @unchecked Sendable {
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
         do {
-            process = try namespace.spawn("/bin/sh", arguments: ["-c", command], standardOutput: fds[1])
+            // A process group of its own: `sh -c` starts the app as a child, and ending the run must end both.
+            process = try namespace.spawn("/bin/sh", arguments: ["-c", command], standardOutput: fds[1], grouping: .newGroup)
         } catch {
             close(fds[0])
             close(fds[1])
@@ -74,17 +75,8 @@ final class ObservedProcess: @unchecked Sendable {
         _ = try? recorder.record(.app, TimelineKind.appLine, summary, state: state, details: details)
     }
 
+    /// Ends the whole process group (TERM, then KILL after 1 s) and reaps the shell.
     func stop() {
-        process.send(signal: SIGTERM)
-        var waited = 0
-        var status: Int32 = 0
-        while waitpid(process.pid, &status, WNOHANG) == 0 && waited < 20 {
-            usleep(50_000)
-            waited += 1
-        }
-        if waited >= 20 {
-            process.send(signal: SIGKILL)
-            waitpid(process.pid, &status, 0)
-        }
+        process.terminate(grace: 1)
     }
 }

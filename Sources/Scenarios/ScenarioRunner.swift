@@ -30,12 +30,16 @@ public struct ScenarioRunOptions: Sendable {
     public var store: SandboxStore
     public var progress: (@Sendable (ScenarioProgress) -> Void)?
     public var isCancelled: @Sendable () -> Bool
+    /// The backend for a sandbox the run makes (an existing one keeps its own).
+    public var backend: BackendChoice
 
+    /// Options for a run.
     public init(
         sandboxName: String? = nil, reportDirectory: String, observeCommand: String? = nil, catalogDirectory: String? = nil,
         store: SandboxStore = .standard, progress: (@Sendable (ScenarioProgress) -> Void)? = nil,
-        isCancelled: @escaping @Sendable () -> Bool = { false }
+        isCancelled: @escaping @Sendable () -> Bool = { false }, backend: BackendChoice = .auto
     ) {
+        self.backend = backend
         self.sandboxName = sandboxName
         self.reportDirectory = reportDirectory
         self.observeCommand = observeCommand
@@ -53,25 +57,29 @@ public struct ScenarioOutcome: Sendable {
     public var files: [String]
     /// True when the run was interrupted before its last step ended.
     public var interrupted: Bool
-    /// True when every expectation passed and the run was not interrupted.
+    /// True when every expectation passed, no step failed and the run was not interrupted.
     public var passed: Bool { report.passed && !interrupted }
 }
 
 /// Runs a scenario: opens a ``LinkLab``, performs the steps on time, records everything on the timeline,
 /// judges the expectations against it, and writes the reports.
 public enum ScenarioRunner {
-    /// Runs `scenario`. Throws only when the run cannot start (no sandbox, bad report directory…);
-    /// failed expectations are in the outcome, not thrown.
+    /// Runs `scenario`. Throws only when the run cannot start (no sandbox, bad report directory…). Failed
+    /// expectations and a failed step are in the outcome, not thrown: a step that fails ends the run, is
+    /// recorded as an event and in every report (an error test case in `junit.xml`), and the lab puts back
+    /// what the run changed.
     public static func run(_ scenario: Scenario, options: ScenarioRunOptions) throws -> ScenarioOutcome {
         let settings = scenario.probeSettings()
         let startedAt = ISO8601DateFormatter().string(from: Date())
         let lab = try LinkLab.open(
             LinkLab.Options(
                 sandboxName: options.sandboxName, cellular: scenario.cellular, reportDirectory: options.reportDirectory,
-                probe: settings, store: options.store, catalogDirectory: options.catalogDirectory),
+                probe: settings, store: options.store, catalogDirectory: options.catalogDirectory, backend: options.backend),
             isCancelled: options.isCancelled)
         var steps: [StepRecord] = []
         var interrupted = false
+        var errors: [RunError] = []
+        var currentStep: (name: String, action: String, start: UInt64)?
         do {
             if let command = options.observeCommand { try lab.observe(command: command) }
             try lab.recorder.record(.scenario, "scenario", "scenario '\(scenario.name)': \(scenario.description)", details: [
@@ -83,6 +91,7 @@ public enum ScenarioRunner {
                     t: start, lane: .scenario, kind: TimelineKind.stepStarted,
                     summary: "step \(index + 1)/\(scenario.steps.count) '\(step.name)': \(step.action.summary)",
                     state: step.name, details: ["action": .string(step.action.summary)]))
+                currentStep = (step.name, step.action.summary, start)
                 try perform(step.action, in: lab)
                 let deadline = start + step.hold
                 while true {
@@ -101,14 +110,23 @@ public enum ScenarioRunner {
                     usleep(UInt32(min(100_000, (deadline - now) / 1000)))
                 }
                 let end = lab.recorder.now()
+                currentStep = nil
                 steps.append(StepRecord(name: step.name, action: step.action.summary, start: start, end: end))
                 try lab.recorder.record(TimelineEvent(
                     t: end, lane: .scenario, kind: TimelineKind.stepFinished, summary: "step '\(step.name)' finished",
                     details: ["durationSeconds": .number(Double(end - start) / 1e9)]))
             }
         } catch {
-            lab.close()
-            throw error
+            let now = lab.recorder.now()
+            let failure = RunError(step: currentStep?.name, message: "\(error)", hint: hint(for: error), t: now)
+            errors.append(failure)
+            if let current = currentStep {
+                steps.append(StepRecord(name: current.name, action: current.action, start: current.start, end: now))
+            }
+            _ = try? lab.recorder.record(
+                .scenario, TimelineKind.error, "\(failure.step.map { "step '\($0)' failed" } ?? "the run failed"): \(failure.message)"
+                    + (failure.hint.map { " (\($0))" } ?? ""),
+                state: "error", details: ["message": .string(failure.message), "hint": failure.hint.map(TimelineValue.string) ?? .null])
         }
         lab.close()
         let events = try lab.events()
@@ -129,9 +147,21 @@ public enum ScenarioRunner {
         let metadata = RunMetadata(
             name: scenario.name, description: scenario.description, sandbox: lab.sandbox.topology.name, startedAt: startedAt,
             duration: lab.recorder.now(), steps: steps, observeCommand: options.observeCommand)
-        let report = RunReport(metadata: metadata, events: allEvents, expectations: results)
+        let report = RunReport(metadata: metadata, events: allEvents, expectations: results, errors: errors)
         let files = [lab.recorder.path] + (try ReportWriter.write(report, to: options.reportDirectory))
         return ScenarioOutcome(report: report, files: files, interrupted: interrupted)
+    }
+
+    /// What to do about a failed step, when something useful can be said.
+    static func hint(for error: any Error) -> String? {
+        let text = "\(error)"
+        if text.contains("qdisc kind is unknown") || text.contains("not supported") {
+            return "this kernel lacks a feature the step needs: run 'linkcond doctor', or use '--backend userspace'"
+        }
+        if let sandboxError = error as? SandboxError, case .notUp = sandboxError {
+            return "the sandbox went away during the run"
+        }
+        return nil
     }
 
     /// Carries out one step's action on the lab.

@@ -18,7 +18,7 @@ public enum HTMLReportWriter {
         let chart = TimelineChart(report: report, metrics: metrics, palette: palette)
         let h = Markup.html
         let passedCount = report.expectations.filter(\.passed).count
-        let verdict = report.passed ? "PASS" : "FAIL"
+        let verdict = report.errors.isEmpty ? (report.passed ? "PASS" : "FAIL") : "ERROR"
 
         var out = ""
         out.reserveCapacity(256 * 1024)
@@ -36,6 +36,11 @@ public enum HTMLReportWriter {
             out += "<span class=\"tally\">\(passedCount) of \(report.expectations.count) expectations passed</span>"
         }
         out += "</div>\n"
+        for error in report.errors {
+            out += "<p class=\"error\"><strong>\(error.step.map { "Step \u{2018}\(h($0))\u{2019}" } ?? "The run") failed at \(Fmt.runTime(error.t)) s:</strong> \(h(error.message))"
+            if let hint = error.hint { out += " \u{2014} \(h(hint))" }
+            out += "</p>\n"
+        }
         if !metadata.description.isEmpty { out += "<p class=\"description\">\(h(metadata.description))</p>\n" }
         out += "<dl class=\"facts\">"
         var facts: [(String, String)] = [
@@ -225,6 +230,7 @@ public enum HTMLReportWriter {
         .badge.pass { background: #2f9e44; } .badge.fail { background: #e03131; }
         .tally { color: #495057; }
         .description { margin: 8px 0 4px; font-size: 15px; color: #343a40; max-width: 1100px; }
+        p.error { margin: 8px 0; padding: 8px 12px; background: #fff5f5; border-left: 4px solid #e03131; max-width: 1100px; }
         .facts { display: flex; flex-wrap: wrap; gap: 4px 28px; margin: 8px 0 0; }
         .facts div { display: flex; gap: 6px; } .facts dt { color: #868e96; } .facts dd { margin: 0; font-weight: 600; }
         .explain { color: #495057; margin: 4px 0 8px; max-width: 1300px; }

@@ -2,20 +2,23 @@
 /// expectation carries a `<failure>` whose message is the evidence. A run without expectations still gets
 /// a suite (with zero tests), so a CI sees that the run happened.
 ///
+/// Something that stopped the run (a failed step) is a test case of its own with an `<error>`.
+///
 /// `time` of a test case is the measured time of a "within" rule (seconds), 0 otherwise; `time` of the
 /// suite is the run's duration.
 public enum JUnitWriter {
     public static func render(_ report: RunReport) -> String {
         let metadata = report.metadata
-        let tests = report.expectations.count
+        let tests = report.expectations.count + report.errors.count
         let failures = report.expectations.filter { !$0.passed }.count
+        let errors = report.errors.count
         let duration = Fmt.runTime(metadata.duration)
         let suite = metadata.name.isEmpty ? "linkcond" : metadata.name
         let classname = "linkcond." + suite
 
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        out += "<testsuites name=\"linkcond\" tests=\"\(tests)\" failures=\"\(failures)\" errors=\"0\" time=\"\(duration)\">\n"
-        out += "  <testsuite name=\"\(Markup.attribute(suite))\" tests=\"\(tests)\" failures=\"\(failures)\" errors=\"0\" skipped=\"0\""
+        out += "<testsuites name=\"linkcond\" tests=\"\(tests)\" failures=\"\(failures)\" errors=\"\(errors)\" time=\"\(duration)\">\n"
+        out += "  <testsuite name=\"\(Markup.attribute(suite))\" tests=\"\(tests)\" failures=\"\(failures)\" errors=\"\(errors)\" skipped=\"0\""
         out += " time=\"\(duration)\" timestamp=\"\(Markup.attribute(metadata.startedAt))\" hostname=\"\(Markup.attribute(metadata.sandbox))\">\n"
         out += "    <properties>\n"
         var properties: [(String, String)] = [
@@ -37,6 +40,14 @@ public enum JUnitWriter {
             } else {
                 out += "      <failure message=\"\(Markup.attribute(expectation.evidence))\" type=\"expectation\">\(Markup.text(detail))</failure>\n"
             }
+            out += "    </testcase>\n"
+        }
+        for error in report.errors {
+            let name = error.step.map { "step '\($0)'" } ?? "run"
+            var detail = "at: \(Fmt.runTime(error.t)) s\nerror: \(error.message)"
+            if let hint = error.hint { detail += "\nhint: \(hint)" }
+            out += "    <testcase name=\"\(Markup.attribute(name))\" classname=\"\(Markup.attribute(classname))\" time=\"0.000\">\n"
+            out += "      <error message=\"\(Markup.attribute(error.message))\" type=\"run\">\(Markup.text(detail))</error>\n"
             out += "    </testcase>\n"
         }
         let steps = metadata.steps.map { "\(Fmt.runTime($0.start)) s  \($0.name): \($0.action)" }.joined(separator: "\n")

@@ -15,7 +15,15 @@ public enum MarkdownWriter {
 
         let passed = report.expectations.filter(\.passed).count
         let total = report.expectations.count
-        if total == 0 {
+        if !report.errors.isEmpty {
+            out += "**Verdict: ERROR** — the run stopped: \(Markup.markdownText(report.errors[0].message))\n\n"
+            for error in report.errors {
+                out += "- \(error.step.map { "Step '\(Markup.markdownText($0))'" } ?? "Run") at \(Fmt.runTime(error.t)) s: \(Markup.markdownText(error.message))"
+                if let hint = error.hint { out += " — \(Markup.markdownText(hint))" }
+                out += "\n"
+            }
+            out += "\n"
+        } else if total == 0 {
             out += "**Verdict: PASS** (no expectations)\n\n"
         } else {
             out += "**Verdict: \(report.passed ? "PASS" : "FAIL")** — \(passed) of \(total) expectations passed.\n\n"

@@ -68,18 +68,42 @@ public struct RunMetadata: Sendable, Codable, Equatable {
     }
 }
 
+/// Something that stopped a run: a step that failed (a qdisc the kernel lacks, a link that is gone).
+public struct RunError: Sendable, Codable, Equatable {
+    /// The step that failed, nil when the run failed outside a step.
+    public var step: String?
+    /// What went wrong, in the words of the layer that failed.
+    public var message: String
+    /// What to do about it, when something can be said (e.g. run `linkcond doctor`).
+    public var hint: String?
+    /// Run time (ns) of the failure.
+    public var t: UInt64
+
+    /// An error of `step` at run time `t`.
+    public init(step: String?, message: String, hint: String? = nil, t: UInt64) {
+        self.step = step
+        self.message = message
+        self.hint = hint
+        self.t = t
+    }
+}
+
 /// Everything a report is made from: what happened, what was expected, and the metadata.
 public struct RunReport: Sendable, Codable, Equatable {
     public var metadata: RunMetadata
     public var events: [TimelineEvent]
     public var expectations: [ExpectationResult]
+    /// What stopped the run, if anything did; every report shows it.
+    public var errors: [RunError]
 
-    public init(metadata: RunMetadata, events: [TimelineEvent], expectations: [ExpectationResult]) {
+    /// A report of a run.
+    public init(metadata: RunMetadata, events: [TimelineEvent], expectations: [ExpectationResult], errors: [RunError] = []) {
         self.metadata = metadata
         self.events = events
         self.expectations = expectations
+        self.errors = errors
     }
 
-    /// True when every expectation passed.
-    public var passed: Bool { expectations.allSatisfy(\.passed) }
+    /// True when every expectation passed and nothing stopped the run.
+    public var passed: Bool { expectations.allSatisfy(\.passed) && errors.isEmpty }
 }

@@ -105,4 +105,6 @@ public enum TimelineKind {
     public static let sample = "sample"
     public static let appLine = "app-line"
     public static let expectation = "expectation"
+    /// Something that stopped the run (a failed step).
+    public static let error = "error"
 }

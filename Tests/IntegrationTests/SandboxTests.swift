@@ -80,7 +80,7 @@ class SandboxTestCase: IntegrationTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.store.path(for: name)), file: file, line: line)
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.store.logPath(for: name)), "server log left", file: file, line: line)
         if let serverPID {
-            XCTAssertNil(SandboxState.processStartTime(serverPID), "server \(serverPID) still exists", file: file, line: line)
+            XCTAssertNil(ProcessInspector.startTime(serverPID), "server \(serverPID) still exists", file: file, line: line)
         }
         XCTAssertEqual(processes(commandLineContaining: "serve --name \(name) "), [], "server processes left", file: file, line: line)
         assertNoZombieChildren(file: file, line: line)
@@ -136,7 +136,9 @@ final class SandboxTests: SandboxTestCase {
         XCTAssertEqual(state.namespaces, sandbox.topology.namespaces)
         let server = try XCTUnwrap(state.server)
         XCTAssertTrue(server.isRunning)
-        XCTAssertEqual(server.logPath, sandbox.store.logPath(for: name))
+        XCTAssertEqual(server.executable, URL(fileURLWithPath: try linkcondExecutable()).resolvingSymlinksInPath().path)
+        XCTAssertEqual(server.marker, sandbox.marker)
+        XCTAssertTrue(ProcessInspector.environment(server.pid).contains("LINKCOND_SANDBOX=\(sandbox.store.directory)/\(name)"))
         XCTAssertTrue(sandbox.isHealthy(state))
         let listed = try Command.ipNetnsList()
         for namespace in sandbox.topology.namespaces {

@@ -20,6 +20,8 @@ enum lc_spawn_step {
     LC_SPAWN_SETSID = 8,
     LC_SPAWN_CHDIR = 9,
     LC_SPAWN_EXEC = 10,
+    LC_SPAWN_PROCESS_GROUP = 11,
+    LC_SPAWN_CLOSE_FDS = 12,
 };
 
 struct lc_spawn_request {
@@ -33,10 +35,12 @@ struct lc_spawn_request {
     char *const *envp;               /* NULL-terminated */
     int stdin_fd, stdout_fd, stderr_fd; /* -1: inherit */
     int new_session;                 /* setsid() in the child (detach from the terminal) */
+    int new_process_group;           /* setpgid(0, 0) in the child, so the caller can end the whole group */
     const char *working_directory;   /* NULL: inherit */
 };
 
-/* Forks and execs. On success returns 0 and stores the child's pid. On failure returns the errno and stores
+/* Forks and execs. The child keeps only descriptors 0, 1 and 2: every other one is marked close-on-exec
+ * before execve, whoever opened it and however, so a spawned process never holds the caller's sockets. On success returns 0 and stores the child's pid. On failure returns the errno and stores
  * the step that failed in *failed_step; the child (if any) has been reaped. */
 int lc_spawn(const struct lc_spawn_request *request, pid_t *pid, int *failed_step);
 

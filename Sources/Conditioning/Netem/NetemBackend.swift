@@ -19,7 +19,7 @@ import Sandboxing
 /// exactly the profile's parameters (changing a netem qdisc in place would keep attributes the request
 /// leaves out, such as an earlier rate). Packets queued in the old qdisc are dropped, as on a real
 /// network change. After installing, everything is read back and compared with what was sent.
-public struct NetemBackend: Sendable {
+public struct NetemBackend: ConditioningBackend {
     public let sandbox: Sandbox
     public let clock: PacketSchedulerClock
 
@@ -45,15 +45,13 @@ public struct NetemBackend: Sendable {
         ]
     }
 
-    /// What ``apply(_:)`` did.
-    public struct ApplyReport: Sendable, Codable, Equatable {
-        public var profile: String
-        public var sites: [ConditionSite]
-        /// Wall time of the netlink transaction (all requests, read-back included), in seconds.
-        public var duration: Double
-        /// Number of netlink requests sent.
-        public var requests: Int
-    }
+    /// What ``apply(_:links:)`` did.
+    public typealias ApplyReport = Conditioning.ApplyReport
+    /// What one site holds.
+    public typealias InstalledSite = Conditioning.InstalledSite
+
+    /// ``BackendKind/netem``.
+    public var kind: BackendKind { .netem }
 
     private func state() throws(SandboxError) -> SandboxState {
         guard let state = try sandbox.store.load(sandbox.topology.name), state.complete else {
@@ -62,9 +60,11 @@ public struct NetemBackend: Sendable {
         return state
     }
 
-    /// The sites of this sandbox.
-    public func sites() throws(SandboxError) -> [ConditionSite] {
-        ConditionSite.sites(of: sandbox.topology, cellular: try state().cellular)
+    /// The sites of this sandbox's `links` (nil: every client link).
+    public func sites(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
+        ConditionSite.sites(of: sandbox.topology, cellular: try state().cellular).filter { site in
+            links.map { $0.contains { $0.rawValue == site.link } } ?? true
+        }
     }
 
     private func client(for site: ConditionSite) throws(SandboxError) -> RouteNetlinkClient {
@@ -85,10 +85,13 @@ public struct NetemBackend: Sendable {
         }
     }
 
-    /// Puts `profile` on every site. Equivalent to a series of `tc qdisc replace` and `tc filter add`
-    /// commands in the sandbox's namespaces. The profile must have been validated (parsing does that).
+    /// Puts `profile` on the sites of `links` (nil: every client link). Equivalent to a series of
+    /// `tc qdisc replace` and `tc filter add` commands in the sandbox's namespaces. The profile must have been
+    /// validated (parsing does that). Holds the sandbox's lock.
     @discardableResult
-    public func apply(_ profile: Profile) throws(SandboxError) -> ApplyReport {
+    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
+        let lock = try sandbox.lock(for: "apply \(profile.name)")
+        defer { lock.release() }
         let started = MonotonicClock.seconds()
         // Everything that can fail without the kernel (distribution tables) is done first.
         let uplink = try Self.wrap { () throws(RouteNetlinkError) in try NetemMapping.parameters(for: profile.uplink) }
@@ -96,7 +99,7 @@ public struct NetemBackend: Sendable {
             try NetemMapping.parameters(for: profile.uplink, extraDelay: profile.dnsDelay)
         }
         let downlink = try Self.wrap { () throws(RouteNetlinkError) in try NetemMapping.parameters(for: profile.downlink) }
-        let sites = try sites()
+        let sites = try sites(links: links)
         var requests = 0
         for site in sites {
             let netlink = try client(for: site)
@@ -108,9 +111,9 @@ public struct NetemBackend: Sendable {
             }
         }
         var recorded = try state()
-        recorded.conditions = SandboxState.AppliedConditions(profile: profile.name, source: profile.source)
+        recorded.conditions = SandboxState.AppliedConditions(profile: profile.name, source: profile.source, links: links.map { $0.map(\.rawValue).sorted() })
         try sandbox.store.save(recorded)
-        return ApplyReport(profile: profile.name, sites: sites, duration: MonotonicClock.seconds() - started, requests: requests)
+        return ApplyReport(profile: profile.name, backend: .netem, sites: sites, duration: MonotonicClock.seconds() - started, requests: requests)
     }
 
     private func qdiscs(on site: ConditionSite, _ netlink: RouteNetlinkClient) throws(SandboxError) -> (Int32, [Qdisc]) {
@@ -193,12 +196,15 @@ public struct NetemBackend: Sendable {
         }
     }
 
-    /// Removes the conditions from every site (the kernel puts its default qdisc back).
-    /// Equivalent to `tc qdisc del dev IF root` on each site. Sites without conditions are skipped.
+    /// Removes the conditions from the sites of `links` (nil: every site; the kernel puts its default qdisc
+    /// back). Equivalent to `tc qdisc del dev IF root` on each site. Sites without conditions are skipped.
+    /// Holds the sandbox's lock.
     @discardableResult
-    public func clear() throws(SandboxError) -> [ConditionSite] {
+    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
+        let lock = try sandbox.lock(for: "clear")
+        defer { lock.release() }
         var cleared: [ConditionSite] = []
-        for site in try sites() {
+        for site in try sites(links: links) {
             let netlink = try client(for: site)
             let (_, qdiscs) = try qdiscs(on: site, netlink)
             guard let root = qdiscs.first(where: { $0.parent == .root }), root.kind == "netem" || root.kind == "prio" else { continue }
@@ -209,25 +215,6 @@ public struct NetemBackend: Sendable {
         recorded.conditions = nil
         try sandbox.store.save(recorded)
         return cleared
-    }
-
-    /// What one site holds, read back from the kernel.
-    public struct InstalledSite: Sendable, Codable, Equatable {
-        public struct Entry: Sendable, Codable, Equatable {
-            public var kind: String
-            public var handle: String
-            public var parent: String
-            /// For netem qdiscs: the parameters in profile terms.
-            public var conditions: NetemDescription?
-            public var sentPackets: UInt32
-            public var sentBytes: UInt64
-            public var dropped: UInt32
-            public var overlimits: UInt32
-            public var backlogBytes: UInt32
-            public var backlogPackets: UInt32
-        }
-        public var site: ConditionSite
-        public var qdiscs: [Entry]
     }
 
     /// Every site's qdisc tree, decoded into profile terms, with the kernel's counters.
@@ -246,9 +233,9 @@ public struct NetemBackend: Sendable {
                 }
                 entries.append(InstalledSite.Entry(
                     kind: qdisc.kind, handle: qdisc.handle.description, parent: qdisc.parent.description, conditions: description,
-                    sentPackets: qdisc.statistics.packets, sentBytes: qdisc.statistics.bytes, dropped: qdisc.statistics.drops,
-                    overlimits: qdisc.statistics.overlimits, backlogBytes: qdisc.statistics.backlogBytes,
-                    backlogPackets: qdisc.statistics.queueLength))
+                    sentPackets: UInt64(qdisc.statistics.packets), sentBytes: qdisc.statistics.bytes,
+                    dropped: UInt64(qdisc.statistics.drops), overlimits: UInt64(qdisc.statistics.overlimits),
+                    backlogBytes: UInt64(qdisc.statistics.backlogBytes), backlogPackets: UInt64(qdisc.statistics.queueLength)))
             }
             result.append(InstalledSite(site: site, qdiscs: entries))
         }

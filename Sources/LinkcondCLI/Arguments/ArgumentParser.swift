@@ -41,6 +41,19 @@ struct ArgumentParser {
         argument.hasPrefix("-") && argument != "-" && argument.dropFirst().first?.isNumber != true
     }
 
+    /// Whether `argument` is an option of the chain of commands so far, `--`, or a help flag.
+    private func isKnownOption(_ argument: String) -> Bool {
+        guard Self.looksLikeOption(argument) else { return false }
+        if argument == "--" || Self.isHelpFlag(argument) { return true }
+        let name = argument.hasPrefix("--") ? String(argument.dropFirst(2).prefix { $0 != "=" }) : nil
+        let short = argument.hasPrefix("--") ? nil : argument.dropFirst().first
+        return chain.contains { command in
+            command.options.contains { option in
+                (name != nil && option.name == name) || (short != nil && option.short == short)
+            }
+        }
+    }
+
     mutating func parse() throws(UsageError) -> ParsedCommand {
         let helpFlagGiven = arguments.prefix { $0 != "--" }.contains(where: Self.isHelpFlag)
         helpRequested = helpFlagGiven
@@ -165,7 +178,9 @@ struct ArgumentParser {
         let value: String
         if let inlineValue {
             value = inlineValue
-        } else if index < arguments.count, !Self.looksLikeOption(arguments[index]) {
+        } else if index < arguments.count, !isKnownOption(arguments[index]) {
+            // A value may start with '-' (`--name -x`): only an option this command knows, `--` or a help
+            // flag counts as a missing value; anything else is the value, judged by whoever reads it.
             value = arguments[index]
             index += 1
         } else {

@@ -1,58 +1,68 @@
 import Profiles
 import Conditioning
 import Foundation
+import LinkcondBase
 import RouteNetlink
 import Sandboxing
 
-/// `linkcond apply`, `clear`, `show`, `profiles`: thin wrappers over ``NetemBackend`` and the catalog.
+/// `linkcond apply`, `clear`, `show`, `profiles`: thin wrappers over ``SandboxConditioning`` and the catalog.
 enum ConditionCommands {
+    /// `--link wl0|ww0` as client links (nil: every link).
+    static func links(_ parsed: ParsedCommand) -> Set<Sandbox.ClientLink>? {
+        guard let value = parsed.value("link") else { return nil }
+        return [value == SandboxPlan.cellularInterface ? .cellular : .wifi]
+    }
+
     static func apply(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
         let reference = parsed.positional("profile")!
         // Parse and validate first: bad input changes nothing.
         let profile = try ProfileCatalog.find(reference)
-        let backend = parsed.value("backend") ?? "auto"
-        if backend == "userspace" {
-            throw CommandFailure("the userspace backend is not available yet; use a kernel with sch_netem (see 'linkcond doctor')")
-        }
         let sandbox = Sandbox(topology: topology)
-        let existing = try sandbox.store.load(topology.name)
-        if existing == nil || !sandbox.isHealthy(existing!) {
-            Output.progress("sandbox '\(topology.name)' is not up; creating it")
-            Interrupts.install()
-            try sandbox.up(
-                server: SandboxCommands.serveLaunch(sandbox, executable: try SandboxCommands.ownExecutable()),
-                isCancelled: { Interrupts.received }, progress: Output.progress)
-            if !parsed.flag("json") { Output.print("sandbox '\(topology.name)' was not up: created it") }
-        }
-        let report: NetemBackend.ApplyReport
+        Interrupts.install()
+        let executable = try SandboxCommands.ownExecutable()
+        let conditioning = SandboxConditioning(sandbox: sandbox, engineExecutable: executable)
+        // One writer: the whole apply (bringing the sandbox up included) holds the sandbox's lock.
+        let lock = try sandbox.lock(for: "apply \(profile.name)", progress: Output.progress)
+        defer { lock.release() }
+        let links = links(parsed)
+        let (backend, outcome) = try conditioning.prepare(
+            SandboxCommands.backendChoice(parsed), cellular: links?.contains(.cellular) ?? false,
+            server: SandboxCommands.serveLaunch(sandbox, executable: executable), isCancelled: { Interrupts.received },
+            progress: Output.progress)
+        if outcome != nil && !parsed.flag("json") { Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(backend.kind.rawValue))") }
+        let report: ApplyReport
         do {
-            report = try NetemBackend(sandbox: sandbox).apply(profile)
+            report = try backend.apply(profile, links: links)
         } catch {
-            throw CommandFailure(explain(error))
+            // A sandbox this apply created is not left behind half-conditioned.
+            if outcome != nil { _ = try? sandbox.remove() }
+            throw CommandFailure(explain(error, sandbox: topology.name))
         }
         if parsed.flag("json") {
             try Output.json(report)
             return 0
         }
         let milliseconds = String(format: "%.1f", report.duration * 1000)
-        Output.print("applied '\(profile.name)' to sandbox '\(topology.name)' (\(report.requests) netlink requests, \(milliseconds) ms, read back and verified)")
+        let unit = report.backend == .netem ? "netlink requests" : "engine requests"
+        let on = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
+        Output.print("applied '\(profile.name)' to sandbox '\(topology.name)'\(on) with \(report.backend.rawValue) (\(report.requests) \(unit), \(milliseconds) ms, read back and verified)")
         Output.print("  downlink: \(ProfileSummary.direction(profile.downlink))")
         Output.print("  uplink:   \(ProfileSummary.direction(profile.uplink))\(profile.dnsDelay > 0 ? "; DNS +\(ProfileSummary.time(profile.dnsDelay))" : "")")
         return 0
     }
 
     /// Adds what to do to a kernel refusal that means a feature is missing.
-    static func explain(_ error: SandboxError) -> String {
+    static func explain(_ error: SandboxError, sandbox: String) -> String {
         if case let .netlink(inner) = error, inner.errno == 2, inner.description.contains("qdisc kind is unknown") {
-            return error.description + "; this kernel lacks a qdisc linkcond needs: run 'linkcond doctor' to see which and how to get it"
+            return error.description + "; this kernel lacks a qdisc linkcond needs: run 'linkcond doctor' to see which, or use '--backend userspace' (after 'linkcond down\(SandboxError.nameOption(sandbox))')"
         }
         return error.description
     }
 
     static func clear(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
-        let cleared = try NetemBackend(sandbox: Sandbox(topology: topology)).clear()
+        let cleared = try SandboxConditioning(sandbox: Sandbox(topology: topology)).backend().clear(links: links(parsed))
         Output.print(cleared.isEmpty ? "sandbox '\(topology.name)' had no conditions; nothing to clear"
                                      : "cleared the conditions of sandbox '\(topology.name)' (\(cleared.count) sites)")
         return 0
@@ -61,18 +71,21 @@ enum ConditionCommands {
     static func show(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
         let sandbox = Sandbox(topology: topology)
-        let installed = try NetemBackend(sandbox: sandbox).installed()
+        let backend = try SandboxConditioning(sandbox: sandbox).backend()
+        let installed = try backend.installed()
         let applied = try sandbox.store.load(topology.name)?.conditions
         if parsed.flag("json") {
             struct Shown: Encodable {
                 let sandbox: String
+                let backend: BackendKind
                 let profile: SandboxState.AppliedConditions?
-                let sites: [NetemBackend.InstalledSite]
+                let sites: [InstalledSite]
             }
-            try Output.json(Shown(sandbox: topology.name, profile: applied, sites: installed))
+            try Output.json(Shown(sandbox: topology.name, backend: backend.kind, profile: applied, sites: installed))
             return 0
         }
-        Output.print("sandbox '\(topology.name)': " + (applied.map { "profile '\($0.profile)' applied \($0.appliedAt)" } ?? "no profile applied"))
+        let profileText = applied.map { "profile '\($0.profile)' applied \($0.appliedAt)\($0.links.map { " on " + $0.joined(separator: ", ") } ?? "")" } ?? "no profile applied"
+        Output.print("sandbox '\(topology.name)': \(profileText), conditions by \(backend.kind.rawValue)")
         for site in installed {
             Output.print("  \(site.site.direction.rawValue) \(site.site.link) — \(site.site.interface) in \(site.site.namespace)")
             for qdisc in site.qdiscs {
@@ -82,6 +95,9 @@ enum ConditionCommands {
                 }
                 line += "  [sent \(qdisc.sentPackets) pkts / \(qdisc.sentBytes) B, dropped \(qdisc.dropped), overlimits \(qdisc.overlimits), backlog \(qdisc.backlogPackets) pkts / \(qdisc.backlogBytes) B]"
                 Output.print(line)
+                if let engine = qdisc.engine {
+                    Output.print("      lost \(engine.lost), queue-dropped \(engine.queueDropped), duplicated \(engine.duplicated), corrupted \(engine.corrupted), reordered \(engine.reordered), ECN-marked \(engine.ecnMarked)")
+                }
             }
         }
         return 0

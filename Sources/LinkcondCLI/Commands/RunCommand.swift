@@ -17,6 +17,11 @@ enum RunCommand {
         if let name = parsed.value("name"), !SandboxTopology.isValidName(name) {
             throw UsageError("'\(name)' is not a usable sandbox name", hint: "use 1 to 20 lowercase letters, digits and '-'", commandPath: parsed.commandPath)
         }
+        if let name = parsed.value("name") {
+            // Checked before the report directory is made: a run that cannot start leaves nothing behind.
+            let sandbox = Sandbox(topology: try SandboxTopology(name: name))
+            guard let state = try sandbox.store.load(name), sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
+        }
         let directory = parsed.value("report") ?? "linkcond-reports/\(scenario.name)"
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -40,7 +45,8 @@ enum RunCommand {
         }
         let options = ScenarioRunOptions(
             sandboxName: parsed.value("name"), reportDirectory: directory, observeCommand: parsed.value("observe"),
-            catalogDirectory: catalog.directory, progress: progress, isCancelled: { Interrupts.received })
+            catalogDirectory: catalog.directory, progress: progress, isCancelled: { Interrupts.received },
+            backend: SandboxCommands.backendChoice(parsed))
         let outcome = try ScenarioRunner.run(scenario, options: options)
         if terminal { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
         let results = outcome.report.expectations
@@ -48,6 +54,9 @@ enum RunCommand {
         Output.print("scenario '\(scenario.name)': \(passed)/\(results.count) expectations passed\(outcome.interrupted ? " (interrupted)" : "")")
         for result in results {
             Output.print("  \(result.passed ? "PASS" : "FAIL")  \(result.name): \(result.evidence)")
+        }
+        for error in outcome.report.errors {
+            Output.print("  ERROR \(error.step.map { "step '\($0)'" } ?? "run"): \(error.message)\(error.hint.map { " (\($0))" } ?? "")")
         }
         Output.print("reports: " + outcome.files.map { ($0 as NSString).lastPathComponent }.joined(separator: ", ") + " in \(directory)")
         if outcome.interrupted { return 130 }

@@ -31,77 +31,124 @@ enum SandboxCommands {
         .process(executable: executable, arguments: ["serve", "--name", sandbox.topology.name, "--portal-flag", sandbox.portalFlagPath])
     }
 
+    /// The `--backend` choice (default auto).
+    static func backendChoice(_ parsed: ParsedCommand) -> BackendChoice {
+        parsed.value("backend").flatMap(BackendChoice.init(rawValue:)) ?? .auto
+    }
+
     static func up(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try topology(parsed)
         let sandbox = Sandbox(topology: topology)
         Interrupts.install()
         let executable = try ownExecutable()
-        let outcome = try sandbox.up(
-            cellular: parsed.flag("cellular"),
-            server: serveLaunch(sandbox, executable: executable),
-            isCancelled: { Interrupts.received },
-            progress: Output.progress)
+        let conditioning = SandboxConditioning(sandbox: sandbox, engineExecutable: executable)
+        let (backend, outcome) = try conditioning.prepare(
+            backendChoice(parsed), cellular: parsed.flag("cellular"), server: serveLaunch(sandbox, executable: executable),
+            isCancelled: { Interrupts.received }, progress: Output.progress)
         if parsed.flag("json") {
             try Output.json(try sandbox.status())
             return 0
         }
-        let namespaces = topology.namespaces.joined(separator: ", ")
+        let namespaces = (try sandbox.status()?.namespaces.map(\.name) ?? topology.namespaces).joined(separator: ", ")
+        let held = "conditions by \(backend.kind.rawValue)"
         switch outcome {
-        case .created: Output.print("sandbox '\(topology.name)' is up: \(namespaces)")
-        case .rebuilt: Output.print("sandbox '\(topology.name)' was incomplete and has been rebuilt: \(namespaces)")
-        case .alreadyUp: Output.print("sandbox '\(topology.name)' is up already: \(namespaces)")
+        case .created?: Output.print("sandbox '\(topology.name)' is up (\(held)): \(namespaces)")
+        case .rebuilt?: Output.print("sandbox '\(topology.name)' was incomplete or broken and has been rebuilt (\(held)): \(namespaces)")
+        case .alreadyUp?, nil: Output.print("sandbox '\(topology.name)' is up already (\(held)): \(namespaces)")
         }
-        let execName = topology.name == SandboxTopology.defaultName ? "" : " --name \(topology.name)"
-        Output.print("try: linkcond exec\(execName) -- curl -s -o /dev/null -w '%{http_code}\\n' http://server.\(SandboxPlan.zone)/generate_204")
+        Output.print("try: linkcond exec\(SandboxError.nameOption(topology.name)) -- curl -s -o /dev/null -w '%{http_code}\\n' http://\(SandboxPlan.serverName)/generate_204")
         return 0
     }
 
     static func down(_ parsed: ParsedCommand) throws -> Int32 {
         let store = SandboxStore.standard
         let names = parsed.flag("all") ? store.names() : [try topology(parsed).name]
-        var removed: [String] = []
+        var removedAny = false
         for name in names {
             let sandbox = Sandbox(topology: try SandboxTopology(name: name), store: store)
-            if try sandbox.down() { removed.append(name) }
+            let report = try sandbox.remove(progress: Output.progress)
+            for note in report.notes { Output.print("sandbox '\(name)': \(note)") }
+            guard !report.isEmpty else { continue }
+            removedAny = true
+            var parts: [String] = []
+            if !report.stoppedProcesses.isEmpty { parts.append("stopped " + report.stoppedProcesses.joined(separator: ", ")) }
+            if !report.removedNamespaces.isEmpty { parts.append("deleted " + report.removedNamespaces.joined(separator: ", ")) }
+            Output.print("sandbox '\(name)' removed" + (parts.isEmpty ? "" : " (\(parts.joined(separator: "; ")))"))
         }
-        if removed.isEmpty {
+        if parsed.flag("all") {
+            let unrecorded = Sandbox.listAll(store: store).compactMap { listing -> String? in
+                if case let .damaged(name, _, _, _) = listing { return name }
+                return nil
+            }
+            for name in unrecorded {
+                Output.print("sandbox '\(name)' has leftovers but no state here; remove them with 'linkcond down\(SandboxError.nameOption(name))'")
+            }
+        }
+        if !removedAny {
             Output.print(parsed.flag("all") ? "no sandboxes are up; nothing to remove" : "sandbox '\(names[0])' is not up; nothing to remove")
-        } else {
-            for name in removed { Output.print("sandbox '\(name)' removed") }
         }
         return 0
     }
 
     static func status(_ parsed: ParsedCommand) throws -> Int32 {
         let store = SandboxStore.standard
-        let names = parsed.value("name").map { [$0] } ?? store.names()
-        var statuses: [SandboxStatus] = []
-        for name in names {
+        var listings: [SandboxListing] = []
+        if let name = parsed.value("name") {
             guard SandboxTopology.isValidName(name) else {
                 throw UsageError("'\(name)' is not a usable sandbox name", commandPath: parsed.commandPath)
             }
-            if let status = try Sandbox(topology: try SandboxTopology(name: name), store: store).status() {
-                statuses.append(status)
-            }
+            if let listing = Sandbox(topology: try SandboxTopology(name: name), store: store).listing() { listings.append(listing) }
+        } else {
+            listings = Sandbox.listAll(store: store)
         }
         if parsed.flag("json") {
-            try Output.json(statuses)
+            try Output.json(listings.map(StatusJSON.init))
             return 0
         }
-        if statuses.isEmpty {
+        if listings.isEmpty {
             Output.print(parsed.value("name").map { "sandbox '\($0)' is not up" } ?? "no sandboxes are up (create one with 'linkcond up')")
             return 0
         }
-        for status in statuses { Output.print(render(status)) }
+        for listing in listings { Output.print(render(listing)) }
         return 0
+    }
+
+    /// A listing as `status --json` prints it: a status, or a damaged sandbox with what was found.
+    struct StatusJSON: Encodable {
+        let listing: SandboxListing
+        init(_ listing: SandboxListing) { self.listing = listing }
+
+        func encode(to encoder: Encoder) throws {
+            switch listing {
+            case let .status(status): try status.encode(to: encoder)
+            case let .damaged(name, detail, leftovers, busy):
+                struct Damaged: Encodable { let name: String; let healthy = false; let damaged: String; let leftovers: [String]; let busy: String? }
+                try Damaged(name: name, damaged: detail, leftovers: leftovers, busy: busy).encode(to: encoder)
+            }
+        }
+    }
+
+    static func render(_ listing: SandboxListing) -> String {
+        switch listing {
+        case let .status(status): return render(status)
+        case let .damaged(name, detail, leftovers, busy):
+            var lines = ["sandbox \(name): \(busy.map { "busy (\($0)); " } ?? "")\(detail)"]
+            if !leftovers.isEmpty { lines.append("  found: " + leftovers.joined(separator: ", ")) }
+            if busy == nil { lines.append("  remove it with 'linkcond down\(SandboxError.nameOption(name))'") }
+            return lines.joined(separator: "\n")
+        }
     }
 
     static func render(_ status: SandboxStatus) -> String {
         var lines: [String] = []
-        let health = status.healthy ? "healthy" : (status.complete ? "broken (run 'linkcond up' again to rebuild it)" : "incomplete")
-        lines.append("sandbox \(status.name): \(health)\(status.cellular ? ", with cellular" : ""), created \(status.createdAt)")
-        if let pid = status.serverPID {
-            lines.append("  server: pid \(pid), \(status.serverRunning ? "running" : "not running")")
+        let health = status.healthy ? "healthy" : (status.complete ? "broken (run 'linkcond up\(SandboxError.nameOption(status.name))' again to rebuild it)" : "incomplete")
+        var head = "sandbox \(status.name): \(status.busy.map { "busy (\($0)), " } ?? "")\(health)"
+        if let backend = status.backend { head += ", conditions by \(backend)" }
+        head += "\(status.cellular ? ", with cellular" : ""), created \(status.createdAt)"
+        lines.append(head)
+        for problem in status.problems { lines.append("  problem: \(problem)") }
+        for process in status.processes {
+            lines.append("  \(process.role): pid \(process.pid), \(process.running ? "running" : "not running")")
         }
         for namespace in status.namespaces {
             lines.append("  \(namespace.role) \(namespace.name)\(namespace.exists ? "" : " (missing)")")
@@ -121,7 +168,6 @@ enum SandboxCommands {
         guard let program = parsed.passthrough.first else {
             throw UsageError("missing the command to run", hint: "write it after '--'", commandPath: parsed.commandPath)
         }
-        guard try sandbox.store.load(topology.name) != nil else { throw SandboxError.notUp(name: topology.name) }
         Interrupts.ignoreWhileChildRuns()
         return try sandbox.exec(program, arguments: Array(parsed.passthrough.dropFirst()))
     }

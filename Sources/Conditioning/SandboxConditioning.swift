@@ -1,0 +1,119 @@
+import Glibc
+import NetNamespace
+import Netlink
+import Profiles
+import RouteNetlink
+import Sandboxing
+
+/// Conditions on a sandbox, whichever backend holds them: choosing the backend, bringing the sandbox up
+/// in the shape that backend needs, and opening the backend of a sandbox that is up. What `linkcond apply`,
+/// `clear`, `show`, `run` and ``LinkLab`` build on.
+public struct SandboxConditioning: Sendable {
+    /// The sandbox.
+    public let sandbox: Sandbox
+    /// How to start the userspace engine, when the sandbox needs one (`linkcond engine --name NAME`).
+    public let engineLaunch: Sandbox.ProcessLaunch?
+
+    /// Conditioning for `sandbox`; `engineExecutable` is the `linkcond` executable that runs the engine
+    /// (nil: look for it with ``EngineExecutable/locate()`` when the engine is needed).
+    public init(sandbox: Sandbox, engineExecutable: String? = nil) {
+        self.sandbox = sandbox
+        let executable = engineExecutable ?? EngineExecutable.locate()
+        engineLaunch = executable.map { Self.engineLaunch(executable: $0, sandbox: sandbox) }
+    }
+
+    /// `linkcond engine --name NAME --store DIR`, started in the wire namespace.
+    public static func engineLaunch(executable: String, sandbox: Sandbox) -> Sandbox.ProcessLaunch {
+        Sandbox.ProcessLaunch(
+            executable: executable, arguments: ["engine", "--name", sandbox.topology.name, "--store", sandbox.store.directory])
+    }
+
+    /// The backend `choice` means on this kernel: netem when asked, or for `auto` when the kernel has it;
+    /// the userspace engine otherwise. Throws when netem is asked for and missing.
+    public static func resolve(_ choice: BackendChoice) throws(SandboxError) -> BackendKind {
+        switch choice {
+        case .userspace: return .userspace
+        case .netem:
+            guard KernelDoctor.hasNetem() else {
+                throw .unsupported(detail: "this kernel has no netem (sch_netem), which '--backend netem' needs: use '--backend userspace' or 'auto', or see 'linkcond doctor'")
+            }
+            return .netem
+        case .auto: return KernelDoctor.hasNetem() ? .netem : .userspace
+        }
+    }
+
+    /// The backend the sandbox was built for, from its state file.
+    public func recordedBackend() throws(SandboxError) -> BackendKind {
+        guard let state = try sandbox.store.load(sandbox.topology.name), state.complete else { throw .notUp(name: sandbox.topology.name) }
+        return Self.kind(of: state)
+    }
+
+    static func kind(of state: SandboxState) -> BackendKind {
+        state.backend.flatMap(BackendKind.init(rawValue:)) ?? (state.wire ? .userspace : .netem)
+    }
+
+    /// The backend that holds the sandbox's conditions.
+    public func backend() throws(SandboxError) -> any ConditioningBackend {
+        try backend(try recordedBackend())
+    }
+
+    private func backend(_ kind: BackendKind) throws(SandboxError) -> any ConditioningBackend {
+        switch kind {
+        case .netem: return NetemBackend(sandbox: sandbox)
+        case .userspace: return EngineBackend(sandbox: sandbox)
+        }
+    }
+
+    /// Brings the sandbox up for `choice` unless it is up and healthy with a backend that fits the choice.
+    /// Returns the backend and what `up` did (nil when the sandbox was up already and left alone).
+    ///
+    /// A sandbox that is up with the other backend than an explicit choice is refused, not rebuilt: it may
+    /// be in use (`linkcond down` it first).
+    public func prepare(
+        _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, isCancelled: @Sendable () -> Bool = { false },
+        progress: (String) -> Void = { _ in }
+    ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
+        let lock = try sandbox.lock(for: "up", progress: progress)
+        defer { lock.release() }
+        if case let .state(state) = sandbox.store.record(sandbox.topology.name), sandbox.isHealthy(state) {
+            let kind = Self.kind(of: state)
+            if cellular && !state.cellular {
+                throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' has no cellular link (ww0); bring it up with 'linkcond up --cellular\(SandboxError.nameOption(sandbox.topology.name))' after 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))'")
+            }
+            if choice != .auto && choice.rawValue != kind.rawValue {
+                throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' is up with the \(kind.rawValue) backend, not \(choice.rawValue); remove it with 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' first")
+            }
+            return (try backend(kind), nil)
+        }
+        let kind = try Self.resolve(choice)
+        var engine: Sandbox.ProcessLaunch?
+        if kind == .userspace {
+            guard let launch = engineLaunch else {
+                throw .unsupported(detail: "the userspace backend needs the linkcond executable to run its engine: set LINKCOND_EXECUTABLE to its path")
+            }
+            engine = launch
+        }
+        let outcome = try sandbox.up(
+            Sandbox.Configuration(cellular: cellular, wire: kind == .userspace, backend: kind.rawValue, server: server, engine: engine),
+            isCancelled: isCancelled, progress: progress)
+        return (try backend(kind), outcome)
+    }
+}
+
+/// Where the `linkcond` executable is, for processes a library user's sandbox needs (the engine).
+public enum EngineExecutable {
+    /// `LINKCOND_EXECUTABLE`, this process when it is `linkcond`, a `linkcond` next to this process's
+    /// executable (a test bundle in the build directory), or the first `linkcond` in `PATH`.
+    public static func locate() -> String? {
+        var candidates: [String] = []
+        if let explicit = getenv("LINKCOND_EXECUTABLE") { candidates.append(String(cString: explicit)) }
+        if let own = ProcessInspector.executable(getpid()) {
+            if own.hasSuffix("/linkcond") { candidates.append(own) }
+            let directory = own.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            candidates.append("\(directory)/linkcond")
+        }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+        candidates += path.split(separator: ":").map { "\($0)/linkcond" }
+        return candidates.first { access($0, X_OK) == 0 }
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Glibc
+import LinkcondBase
+import NetNamespace
+import RouteNetlink
+
+/// The steps of `up`, each recorded in the state file before it acts.
+struct SandboxBuilder {
+    let sandbox: Sandbox
+    let isCancelled: () -> Bool
+    let progress: (String) -> Void
+
+    private typealias T = SandboxPlan
+    private var topology: SandboxTopology { sandbox.topology }
+    private var store: SandboxStore { sandbox.store }
+
+    private func check() throws(SandboxError) {
+        if isCancelled() { throw .interrupted }
+    }
+
+    /// One client link: the client's and router's ends, the wire's two ends, its subnet and metric.
+    private struct ClientLinkPlan {
+        var client: String
+        var router: String
+        var wireClient: String
+        var wireRouter: String
+        var subnet: SandboxPlan.Subnet
+        var metric: UInt32
+    }
+
+    private func clientLinks(_ configuration: Sandbox.Configuration) -> [ClientLinkPlan] {
+        var links = [ClientLinkPlan(
+            client: T.wifiInterface, router: T.routerWifiInterface, wireClient: T.wireClientWifiInterface,
+            wireRouter: T.wireRouterWifiInterface, subnet: T.wifiSubnet, metric: T.wifiMetric)]
+        if configuration.cellular {
+            links.append(ClientLinkPlan(
+                client: T.cellularInterface, router: T.routerCellularInterface, wireClient: T.wireClientCellularInterface,
+                wireRouter: T.wireRouterCellularInterface, subnet: T.cellularSubnet, metric: T.cellularMetric))
+        }
+        return links
+    }
+
+    func build(_ state: inout SandboxState, _ configuration: Sandbox.Configuration) throws(SandboxError) {
+        var roles: [SandboxTopology.Role] = [.client, .router, .server]
+        if configuration.wire { roles.append(.wire) }
+        var namespaces: [SandboxTopology.Role: NamedNamespace] = [:]
+        for role in roles {
+            try check()
+            let name = topology.namespace(role)
+            progress("creating namespace \(name)")
+            state.namespaces.append(name)
+            try store.save(state)
+            let namespace = try sandbox.fail { try NamedNamespace.create(name) }
+            namespaces[role] = namespace
+            // No duplicate address detection on the sandbox's links: nothing else is on them, and DAD
+            // would keep IPv6 (link-local addresses included) unusable for a second or two after `up`.
+            try sandbox.fail { try namespace.setSysctl("net.ipv6.conf.default.accept_dad", "0") }
+            if role == .wire {
+                // The wire is a cable: its veth ends carry frames for the engine and have no addresses.
+                for scope in ["all", "default"] {
+                    try sandbox.fail { try namespace.setSysctl("net.ipv6.conf.\(scope).disable_ipv6", "1") }
+                }
+            }
+        }
+        let client = namespaces[.client]!, router = namespaces[.router]!, server = namespaces[.server]!
+        let clientLinks = try sandbox.netlink(client)
+        let routerLinks = try sandbox.netlink(router)
+        let serverLinks = try sandbox.netlink(server)
+        let links = self.clientLinks(configuration)
+
+        try check()
+        progress("linking client, router and server")
+        try withDescriptors(namespaces) { descriptors throws(SandboxError) in
+            try sandbox.fail {
+                func veth(_ creator: RouteNetlinkClient, _ name: String, in target: NamespaceDescriptor, peer: String) throws {
+                    try creator.createVeth(
+                        name: name, index: T.interfaceIndexes[name]!, in: target, peerName: peer, peerIndex: T.interfaceIndexes[peer]!)
+                }
+                if let wire = namespaces[.wire] {
+                    let wireLinks = try sandbox.netlink(wire)
+                    for link in links {
+                        try veth(wireLinks, link.client, in: descriptors[.client]!, peer: link.wireClient)
+                        try veth(wireLinks, link.router, in: descriptors[.router]!, peer: link.wireRouter)
+                        try wireLinks.setLink(link.wireClient, up: true)
+                        try wireLinks.setLink(link.wireRouter, up: true)
+                    }
+                    try wireLinks.setLink("lo", up: true)
+                } else {
+                    for link in links { try veth(routerLinks, link.client, in: descriptors[.client]!, peer: link.router) }
+                }
+                try veth(routerLinks, T.serverInterface, in: descriptors[.server]!, peer: T.routerServerInterface)
+            }
+        }
+
+        try check()
+        progress("addressing and routing")
+        try sandbox.fail {
+            for namespaceLinks in [clientLinks, routerLinks, serverLinks] {
+                try namespaceLinks.setLink("lo", up: true)
+            }
+            // The router keeps its IPv6 addresses while one of its links is down (the kernel's default drops
+            // them), so a router-side link flap does not leave IPv6 dead afterwards.
+            for scope in ["all", "default"] {
+                try router.setSysctl("net.ipv6.conf.\(scope).keep_addr_on_down", "1")
+            }
+            for link in links {
+                try clientLinks.addAddress(link.subnet.peerIPv4, to: link.client)
+                try clientLinks.addAddress(link.subnet.peerIPv6, to: link.client, noDAD: true)
+                try routerLinks.addAddress(link.subnet.routerIPv4, to: link.router)
+                try routerLinks.addAddress(link.subnet.routerIPv6, to: link.router, noDAD: true)
+                try clientLinks.setLink(link.client, up: true)
+                try routerLinks.setLink(link.router, up: true)
+            }
+            let serverSubnet = T.serverSubnet
+            try routerLinks.addAddress(serverSubnet.routerIPv4, to: T.routerServerInterface)
+            try routerLinks.addAddress(serverSubnet.routerIPv6, to: T.routerServerInterface, noDAD: true)
+            try serverLinks.addAddress(serverSubnet.peerIPv4, to: T.serverInterface)
+            try serverLinks.addAddress(serverSubnet.peerIPv6, to: T.serverInterface, noDAD: true)
+            try routerLinks.setLink(T.routerServerInterface, up: true)
+            try serverLinks.setLink(T.serverInterface, up: true)
+
+            // A link without carrier must not keep attracting traffic through its default route (the
+            // kernel's default is to keep using it); otherwise a handover to cellular would leave traffic
+            // going nowhere while the path says cellular.
+            for family in ["ipv4", "ipv6"] {
+                for scope in ["all", "default"] {
+                    try client.setSysctl("net.\(family).conf.\(scope).ignore_routes_with_linkdown", "1")
+                }
+            }
+            try router.setSysctl("net.ipv4.ip_forward", "1")
+            try router.setSysctl("net.ipv6.conf.all.forwarding", "1")
+
+            for link in links {
+                try clientLinks.addRoute(destination: nil, gateway: link.subnet.routerIPv4.address, interface: link.client, metric: link.metric)
+                try clientLinks.addRoute(destination: nil, gateway: link.subnet.routerIPv6.address, interface: link.client, metric: link.metric)
+            }
+            try serverLinks.addRoute(destination: nil, gateway: serverSubnet.routerIPv4.address, interface: T.serverInterface)
+            try serverLinks.addRoute(destination: nil, gateway: serverSubnet.routerIPv6.address, interface: T.serverInterface)
+
+            try client.writeEtcFile("resolv.conf", contents: T.clientResolvConf)
+        }
+
+        if configuration.wire, let engine = configuration.engine {
+            try check()
+            progress("starting the engine in \(topology.wireNamespace)")
+            try start(.engine, engine, in: namespaces[.wire]!, state: &state)
+            try waitForFile(store.engineSocketPath(for: topology.name), of: state.engine!, timeout: 10)
+        }
+        guard case let .process(executable, arguments) = configuration.server else { return }
+        try check()
+        progress("starting the server in \(server.name)")
+        try start(.server, Sandbox.ProcessLaunch(executable: executable, arguments: arguments), in: server, state: &state)
+        let recorded = state.server!
+        try sandbox.waitForServer(timeout: 10, isCancelled: isCancelled) { () throws(SandboxError) in
+            guard recorded.isRunning else {
+                throw .serverNotReady(detail: "it exited: \(Self.tail(of: store.log(for: topology.name, role: .server)))")
+            }
+        }
+    }
+
+    /// Starts a process of the sandbox in `namespace`, in a session of its own, marked, with its output in
+    /// its log, and records it.
+    private func start(
+        _ role: RecordedProcess.Role, _ launch: Sandbox.ProcessLaunch, in namespace: NamedNamespace, state: inout SandboxState
+    ) throws(SandboxError) {
+        let logPath = store.log(for: topology.name, role: role)
+        let logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let nullFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer {
+            if logFD >= 0 { close(logFD) }
+            if nullFD >= 0 { close(nullFD) }
+        }
+        guard logFD >= 0 else { throw .state(path: logPath, detail: "cannot be created (\(String(cString: strerror(errno))))") }
+        var environment = ProcessInfo.processInfo.environment
+        for (key, value) in RecordedProcess.environment(marker: sandbox.marker, role: role) { environment[key] = value }
+        let process = try sandbox.fail {
+            try namespace.spawn(
+                launch.executable, arguments: launch.arguments, environment: environment, standardInput: nullFD,
+                standardOutput: logFD, standardError: logFD, grouping: .newSession)
+        }
+        guard let startTime = ProcessInspector.startTime(process.pid), let executable = ProcessInspector.executable(process.pid) else {
+            process.terminate(grace: 0)
+            throw .process(role: role.rawValue, detail: "exited at once: \(Self.tail(of: logPath))")
+        }
+        state.processes.append(RecordedProcess(
+            role: role, pid: process.pid, startTime: startTime, executable: executable, marker: sandbox.marker))
+        try store.save(state)
+    }
+
+    /// Waits until `path` exists (the engine creates its control socket when it is ready), or the process ends.
+    private func waitForFile(_ path: String, of process: RecordedProcess, timeout: Double) throws(SandboxError) {
+        let deadline = MonotonicClock.seconds() + timeout
+        while access(path, F_OK) != 0 {
+            try check()
+            guard process.isRunning else {
+                throw .process(role: process.role.rawValue, detail: "exited: \(Self.tail(of: store.log(for: topology.name, role: process.role)))")
+            }
+            guard MonotonicClock.seconds() < deadline else {
+                throw .process(role: process.role.rawValue, detail: "not ready within \(Int(timeout)) s (no \(path))")
+            }
+            usleep(10_000)
+        }
+    }
+
+    /// The last lines of a log, for error messages.
+    static func tail(of path: String) -> String {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let lines = text.split(separator: "\n").suffix(5).joined(separator: " | ")
+        return lines.isEmpty ? "(no output)" : lines
+    }
+
+    private func withDescriptors<R>(
+        _ namespaces: [SandboxTopology.Role: NamedNamespace], _ body: ([SandboxTopology.Role: NamespaceDescriptor]) throws(SandboxError) -> R
+    ) throws(SandboxError) -> R {
+        var descriptors: [SandboxTopology.Role: NamespaceDescriptor] = [:]
+        defer { for descriptor in descriptors.values { close(descriptor.fileDescriptor) } }
+        for (role, namespace) in namespaces {
+            let fd = open(namespace.path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw .namespace(.system(operation: "open \(namespace.path)", errno: errno)) }
+            descriptors[role] = NamespaceDescriptor(fileDescriptor: fd, name: namespace.name)
+        }
+        return try body(descriptors)
+    }
+}

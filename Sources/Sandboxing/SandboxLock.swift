@@ -1,0 +1,145 @@
+import Foundation
+import Glibc
+import LinkcondBase
+import Synchronization
+
+/// One writer at a time per sandbox: an exclusive `flock(2)` on `STORE/NAME.lock`, held by every operation
+/// that changes the sandbox (up, down, apply, clear, a scenario run).
+///
+/// A second command waits, up to a bound, telling who holds the lock, then proceeds on the result (an `up`
+/// that waited for another `up` finds the sandbox up). Within one process the lock is reentrant, so `apply`
+/// can bring the sandbox up under the lock it already holds. `down` removes the lock file while holding it;
+/// a waiter that then gets the lock notices the file is gone (the inode it locked is no longer the path's)
+/// and locks the new file instead, so two commands never both believe they hold the lock.
+public final class SandboxLock: @unchecked Sendable {
+    private let path: String
+    private let fd: Int32
+    private var released = false
+
+    private struct Held {
+        var fd: Int32
+        var count: Int
+    }
+
+    /// Locks this process holds, by path, with their reentry counts.
+    private static let held = Mutex<[String: Held]>([:])
+
+    /// Who holds a lock, as its file says.
+    public struct Holder: Sendable, Equatable, CustomStringConvertible {
+        /// The holder's process id.
+        public var pid: Int32
+        /// What it is doing (`up`, `run tunnel`…).
+        public var command: String
+
+        public var description: String { "pid \(pid) (\(command))" }
+    }
+
+    private init(path: String, fd: Int32) {
+        self.path = path
+        self.fd = fd
+    }
+
+    /// Takes the lock of sandbox `name`, waiting at most `timeout` seconds for another holder. `waiting` is
+    /// called once, with the holder, when the lock is not free at once. Throws ``SandboxError/busy(name:holder:waited:)``
+    /// when the bound passes.
+    public static func acquire(
+        _ name: String, store: SandboxStore, command: String, timeout: Double = 60,
+        waiting: (Holder?) -> Void = { _ in }
+    ) throws(SandboxError) -> SandboxLock {
+        let path = store.lockPath(for: name)
+        if let reentered = held.withLock({ (locks: inout [String: Held]) -> SandboxLock? in
+            guard var entry = locks[path] else { return nil }
+            entry.count += 1
+            locks[path] = entry
+            return SandboxLock(path: path, fd: entry.fd)
+        }) {
+            return reentered
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
+        } catch {
+            throw .state(path: store.directory, detail: "cannot be created (\(error.localizedDescription))")
+        }
+        let deadline = MonotonicClock.seconds() + timeout
+        var announced = false
+        while true {
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            guard fd >= 0 else { throw .state(path: path, detail: "cannot be opened (\(String(cString: strerror(errno))))") }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+                // Locked: but is it still the file at `path`? A `down` may have removed it in between.
+                var opened = stat()
+                var current = stat()
+                if fstat(fd, &opened) == 0, stat(path, &current) == 0, opened.st_ino == current.st_ino, opened.st_dev == current.st_dev {
+                    let text = "\(getpid()) \(command)\n"
+                    _ = ftruncate(fd, 0)
+                    _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+                    held.withLock { $0[path] = Held(fd: fd, count: 1) }
+                    return SandboxLock(path: path, fd: fd)
+                }
+                close(fd)
+                continue
+            }
+            let code = errno
+            close(fd)
+            guard code == EWOULDBLOCK || code == EINTR else {
+                throw .state(path: path, detail: "cannot be locked (\(String(cString: strerror(code))))")
+            }
+            if !announced {
+                waiting(holder(of: path))
+                announced = true
+            }
+            guard MonotonicClock.seconds() < deadline else { throw .busy(name: name, holder: holder(of: path), waited: timeout) }
+            usleep(20_000)
+        }
+    }
+
+    /// Who holds the lock of sandbox `name` now; nil when it is free (or nobody wrote who they are).
+    public static func holder(of name: String, store: SandboxStore) -> Holder? {
+        let path = store.lockPath(for: name)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return nil
+        }
+        return holder(of: path)
+    }
+
+    private static func holder(of path: String) -> Holder? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        let line = text.split(separator: "\n").first ?? ""
+        let parts = line.split(separator: " ", maxSplits: 1)
+        guard let first = parts.first, let pid = Int32(first) else { return nil }
+        return Holder(pid: pid, command: parts.count > 1 ? String(parts[1]) : "?")
+    }
+
+    /// Releases the lock (the outermost release of a reentered lock unlocks the file).
+    public func release() {
+        guard !released else { return }
+        released = true
+        let close = Self.held.withLock { (locks: inout [String: Held]) -> Bool in
+            guard var entry = locks[path] else { return false }
+            entry.count -= 1
+            if entry.count > 0 {
+                locks[path] = entry
+                return false
+            }
+            locks[path] = nil
+            return true
+        }
+        if close {
+            flock(fd, LOCK_UN)
+            Glibc.close(fd)
+        }
+    }
+
+    /// Removes the lock file while still holding the lock (`down`: nothing of the sandbox may be left), then
+    /// releases it. Waiters notice and lock a new file.
+    public func removeFileAndRelease() {
+        unlink(path)
+        release()
+    }
+
+    deinit { release() }
+}
