@@ -34,6 +34,9 @@ public final class SandboxLock: @unchecked Sendable {
         public var description: String { "pid \(pid) (\(command))" }
     }
 
+    /// How long a command waits for another one: `LINKCOND_LOCK_TIMEOUT` seconds when set, else 60.
+    public static let defaultTimeout: Double = ProcessInfo.processInfo.environment["LINKCOND_LOCK_TIMEOUT"].flatMap(Double.init) ?? 60
+
     private init(path: String, fd: Int32) {
         self.path = path
         self.fd = fd
@@ -43,7 +46,7 @@ public final class SandboxLock: @unchecked Sendable {
     /// called once, with the holder, when the lock is not free at once. Throws ``SandboxError/busy(name:holder:waited:)``
     /// when the bound passes.
     public static func acquire(
-        _ name: String, store: SandboxStore, command: String, timeout: Double = 60,
+        _ name: String, store: SandboxStore, command: String, timeout: Double = defaultTimeout,
         waiting: (Holder?) -> Void = { _ in }
     ) throws(SandboxError) -> SandboxLock {
         let path = store.lockPath(for: name)

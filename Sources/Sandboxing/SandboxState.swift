@@ -75,8 +75,10 @@ public struct SandboxStore: Sendable, Equatable {
     /// Where state files live.
     public let directory: String
 
-    /// The default store, `/run/linkcond` (tmpfs: state goes away with a reboot, as namespaces do).
-    public static let standard = SandboxStore(directory: "/run/linkcond")
+    /// The default store: `LINKCOND_STORE` when set, else `/run/linkcond` (tmpfs: state goes away with a
+    /// reboot, as namespaces do).
+    public static let standard = SandboxStore(
+        directory: ProcessInfo.processInfo.environment["LINKCOND_STORE"].flatMap { $0.isEmpty ? nil : $0 } ?? "/run/linkcond")
 
     /// A store in `directory` (tests use temporary ones).
     public init(directory: String) {

@@ -148,6 +148,12 @@ struct CommandResult {
     var errorOutput: String
 }
 
+/// A tool a test needs is not installed: the test fails (it never passes without its witness).
+struct MissingTool: Error, CustomStringConvertible {
+    var path: String
+    var description: String { "\(path) is not installed; scripts/install-deps --test installs what the tests need" }
+}
+
 enum Command {
     static let ip = "/usr/sbin/ip"
     static let tc = "/usr/sbin/tc"
@@ -173,16 +179,37 @@ enum Command {
             errorOutput: String(decoding: errData, as: UTF8.self))
     }
 
-    /// `ip ARGS...`; skips the test when iproute2 is not installed.
+    /// `ip ARGS...`. A missing iproute2 fails the test (scripts/install-deps installs it): a witness that is
+    /// not there must never turn a check into a silent pass.
     static func ip(_ arguments: [String]) throws -> CommandResult {
-        guard isAvailable(ip) else { throw XCTSkip("needs iproute2's \(ip) as an independent witness") }
+        guard isAvailable(ip) else { throw MissingTool(path: ip) }
         return try run(ip, arguments)
     }
 
-    /// `tc ARGS...`; skips the test when iproute2 is not installed.
+    /// `tc ARGS...`; a missing iproute2 fails the test.
     static func tc(_ arguments: [String]) throws -> CommandResult {
-        guard isAvailable(tc) else { throw XCTSkip("needs iproute2's \(tc) as an independent witness") }
+        guard isAvailable(tc) else { throw MissingTool(path: tc) }
         return try run(tc, arguments)
+    }
+
+    /// Runs a program with `environment` added to this process's, optionally feeding it nothing on stdin.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> CommandResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let output = Pipe()
+        let errorOutput = Pipe()
+        process.standardOutput = output
+        process.standardError = errorOutput
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        let errData = errorOutput.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CommandResult(
+            status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self),
+            errorOutput: String(decoding: errData, as: UTF8.self))
     }
 
     /// The names `ip netns list` prints (it may add ` (id: N)`).
