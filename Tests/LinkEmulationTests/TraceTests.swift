@@ -84,6 +84,15 @@ final class TraceTests: XCTestCase {
         harness.offer(udp(length: 1500, id: 6), at: t0)  // the fourth
         harness.drain()
         XCTAssertEqual(harness.departureTimes, [1: t0 + ms, 2: t0 + ms, 3: t0 + ms, 4: t0 + 2 * ms, 5: t0 + 3 * ms, 6: t0 + 4 * ms])
+
+        // A 4000-byte frame on an idle link takes three opportunities; the 500 bytes left in the third
+        // carry a 500-byte frame queued behind it, and the next frame starts a fourth.
+        let large = self.harness(try DeliveryTrace(parsing: "1\n"))
+        large.offer(udp(length: 4000, id: 1), at: t0)
+        large.offer(udp(length: 500, id: 2), at: t0)
+        large.offer(udp(length: 100, id: 3), at: t0)
+        large.drain()
+        XCTAssertEqual(large.departureTimes, [1: t0 + 3 * ms, 2: t0 + 3 * ms, 3: t0 + 4 * ms])
     }
 
     func testUnusedOpportunitiesAreLost() throws {
