@@ -49,6 +49,7 @@ struct FrameHeaders {
     }
 
     /// Reads `frame`.
+    @inline(__always)
     init(_ frame: UnsafeRawBufferPointer) {
         let count = frame.count
         guard count >= 14 else { return }
@@ -72,6 +73,7 @@ struct FrameHeaders {
         }
     }
 
+    @inline(__always)
     private mutating func readIPv4(_ frame: UnsafeRawBufferPointer, at start: Int) {
         guard start + 20 <= frame.count else { return }
         let versionAndLength = frame[start]
@@ -137,6 +139,7 @@ struct FrameHeaders {
         transportOffset = min(offset, packetEnd)
     }
 
+    @inline(__always)
     private mutating func readPorts(_ frame: UnsafeRawBufferPointer, firstFragment: Bool) {
         guard firstFragment, transportProtocol == Self.tcp || transportProtocol == Self.udp,
             transportOffset + 4 <= packetEnd

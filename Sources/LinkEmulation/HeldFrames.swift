@@ -112,7 +112,8 @@ struct HeldFrames: ~Copyable {
 }
 
 /// Recycled frame buffers in four size classes (256 B, 2 KiB, 16 KiB and 64 KiB + 16, enough for a
-/// 65 550-byte GSO frame). Larger frames get a buffer of their own, freed when they leave.
+/// 65 550-byte GSO frame). Larger frames get a buffer of their own, freed when they leave. The most
+/// recently returned buffer is reused first, while it is still in the cache.
 struct FramePool: ~Copyable {
     private static let classSizes = (256, 2048, 16384, 65552)
     private var small = RingBuffer<UnsafeMutableRawPointer>()
@@ -126,10 +127,10 @@ struct FramePool: ~Copyable {
     @inline(__always)
     mutating func take(length: Int) -> UnsafeMutableRawPointer {
         switch length {
-        case ...Self.classSizes.0: return small.isEmpty ? Self.allocate(Self.classSizes.0) : small.removeFirst()
-        case ...Self.classSizes.1: return standard.isEmpty ? Self.allocate(Self.classSizes.1) : standard.removeFirst()
-        case ...Self.classSizes.2: return large.isEmpty ? Self.allocate(Self.classSizes.2) : large.removeFirst()
-        case ...Self.classSizes.3: return jumbo.isEmpty ? Self.allocate(Self.classSizes.3) : jumbo.removeFirst()
+        case ...Self.classSizes.0: return small.isEmpty ? Self.allocate(Self.classSizes.0) : small.removeLast()
+        case ...Self.classSizes.1: return standard.isEmpty ? Self.allocate(Self.classSizes.1) : standard.removeLast()
+        case ...Self.classSizes.2: return large.isEmpty ? Self.allocate(Self.classSizes.2) : large.removeLast()
+        case ...Self.classSizes.3: return jumbo.isEmpty ? Self.allocate(Self.classSizes.3) : jumbo.removeLast()
         default: return Self.allocate(length)
         }
     }

@@ -42,6 +42,13 @@ struct RingBuffer<Element: BitwiseCopyable> {
         return element
     }
 
+    /// Removes and returns the newest element (using the ring as a stack); the ring must not be empty.
+    @inline(__always)
+    mutating func removeLast() -> Element {
+        count -= 1
+        return storage.unsafelyUnwrapped[(head + count) & mask]
+    }
+
     /// The element `offset` places after the oldest.
     subscript(offset: Int) -> Element { storage.unsafelyUnwrapped[(head + offset) & mask] }
 
