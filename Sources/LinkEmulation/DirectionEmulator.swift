@@ -21,8 +21,20 @@ import Profiles
 /// in 200 packets at `delay 30ms 15ms`); a jittered frame waits for the one before it instead, which
 /// skews latency upwards when the jitter exceeds the gap between frames.
 ///
+/// Smaller differences from netem, each chosen so the model says what a profile means:
+/// - loss is decided before duplication, so a lost frame has no copy (netem draws both first and sends a
+///   frame picked for both once); the duplicate goes through corruption, the transmitter and the delay
+///   line on its own, as netem's re-enqueued copy does, but not through the loss model again;
+/// - a reordered frame skips the delay line but not the transmitter (netem puts it at the head of its
+///   queue, past the rate too), so reordering never lets a link carry more than its rate;
+/// - slots gate the transmitter, before propagation (see `SlotGate`);
+/// - correlated random loss is the Gilbert model `NetemMapping` also gives the kernel (see
+///   `LossGenerator`); correlation elsewhere is netem's own (see `CorrelatedRandom`).
+///
 /// Time is always passed in (`CLOCK_MONOTONIC` nanoseconds); the model never reads a clock. An instance
-/// belongs to one thread (see ``FrameScheduler``); `send` must not call back into it.
+/// belongs to one thread (see ``FrameScheduler``), `replace` included: a control thread hands the new
+/// conditions to the direction's thread, which swaps them between two frames. `send` must not call back
+/// into the emulator.
 public final class DirectionEmulator: FrameScheduler {
     // One thread owns the emulator (see FrameScheduler), so the runtime's exclusivity checks on this
     // property would only cost time: about 25 ns of every frame's 40, measured.

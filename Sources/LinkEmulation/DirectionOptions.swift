@@ -22,7 +22,9 @@ public struct DirectionOptions: Sendable, Equatable {
     /// When not empty, only frames to (uplink) or from (downlink) one of these get the conditions; every
     /// other frame is forwarded at once, untouched. DNS queries get ``dnsDelay`` either way.
     public var targets: [TrafficTarget]
-    /// Trace-driven delivery in place of the conditions' `rate` (Mahimahi's `mm-link`).
+    /// Trace-driven delivery in place of the conditions' `rate` (Mahimahi's `mm-link`): each opportunity
+    /// carries 1500 bytes of the queue, unused bytes are lost; then the delay line. The trace's time 0 is
+    /// the arrival of the first frame it carries. The queue limit still applies.
     public var trace: DeliveryTrace?
     /// A limit on the transmit queue in bytes, beside the conditions' `queueLimit` in frames (like
     /// `bfifo`); `nil` for none.

@@ -150,6 +150,7 @@ public struct EmulationInputError: Error, Sendable, Equatable, CustomStringConve
         self.expected = expected
     }
 
+    /// `[source: ][line N: ]problem: expected what`.
     public var description: String {
         var text = ""
         if let source { text += source + ": " }
