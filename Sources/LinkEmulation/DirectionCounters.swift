@@ -32,7 +32,7 @@ public struct DirectionCounters: Sendable, Equatable, Codable {
     public var reorderedFrames: UInt64 = 0
     /// Frames the loss model picked that went on marked Congestion Experienced (netem's `ecn`).
     public var ecnMarkedFrames: UInt64 = 0
-    /// DNS queries that got the extra DNS delay.
+    /// DNS queries seen on an uplink with a DNS delay (UDP or TCP to port 53), lost ones included.
     public var dnsFrames: UInt64 = 0
     /// Frames held now (in the transmit queue or the delay lines).
     public var backlogFrames: UInt64 = 0

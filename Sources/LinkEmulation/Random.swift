@@ -41,10 +41,6 @@ struct EmulatorRandom: RandomNumberGenerator {
     @inline(__always)
     mutating func nextUInt32() -> UInt32 { UInt32(truncatingIfNeeded: next() >> 32) }
 
-    /// A uniform double in [0, 1) with 53 random bits.
-    @inline(__always)
-    mutating func nextUnit() -> Double { Double(next() >> 11) * 0x1p-53 }
-
     /// A uniform integer in 0..<bound (bound > 0), by Lemire's multiply-shift (bias below 2^-32 for the
     /// bounds used here).
     @inline(__always)

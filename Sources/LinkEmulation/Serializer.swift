@@ -35,9 +35,6 @@ struct RateSerializer {
         }
     }
 
-    /// How long a frame of `length` bytes takes, in whole nanoseconds, rounded down.
-    func transmissionTime(length: Int) -> UInt64 { UInt64(length) * 8_000_000_000 / rate }
-
     /// Accepts a frame of `length` bytes arriving at `now` and returns when its last bit has left.
     @inline(__always)
     mutating func transmit(length: Int, at now: MonotonicNanoseconds) -> MonotonicNanoseconds {

@@ -152,6 +152,15 @@ final class TraceTests: XCTestCase {
         XCTAssertEqual(harness.emulator.counters.queueDroppedFrames, 0)
     }
 
+    func testATraceReplacesTheRate() throws {
+        // rate 8 kbit/s would take 1.5 s per frame; the trace delivers one per ms instead.
+        let harness = Harness(
+            LinkConditions(rate: 8000), DirectionOptions(direction: .uplink, trace: try DeliveryTrace(parsing: "1\n"), seed: 1))
+        for id: UInt64 in 1...3 { harness.offer(udp(length: 1500, id: id), at: t0) }
+        harness.drain()
+        XCTAssertEqual(harness.departureTimes, [1: t0 + ms, 2: t0 + 2 * ms, 3: t0 + 3 * ms])
+    }
+
     func testTheQueueLimitAppliesToATrace() throws {
         let harness = harness(try DeliveryTrace(parsing: "1\n"), queueLimit: 5)
         let verdicts = (1...8).map { harness.offer(udp(length: 1500, id: UInt64($0)), at: t0) }
