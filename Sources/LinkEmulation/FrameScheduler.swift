@@ -22,7 +22,8 @@ public protocol FrameScheduler: AnyObject {
     /// Offers a frame that arrived at `now` (Ethernet header first). The buffer is valid only during the
     /// call; a model that holds the frame copies it.
     func offer(_ frame: UnsafeMutableRawBufferPointer, at now: MonotonicNanoseconds) -> FrameVerdict
-    /// The earliest time a held frame is due to leave; nil when nothing is held.
+    /// The earliest time a held frame is due to leave; nil when nothing is held. Read it again after every
+    /// `offer`: a `.held` frame may be due at once, and a `.forwardNow` may come with a held duplicate.
     var nextDeparture: MonotonicNanoseconds? { get }
     /// Hands every held frame whose departure time is at or before `now` to `send`, in departure order.
     /// `due` is the time the frame was scheduled to leave (the I/O measures its lateness against it);
@@ -35,14 +36,18 @@ public final class PassThroughScheduler: FrameScheduler {
     /// Frames forwarded.
     public private(set) var forwarded: UInt64 = 0
 
+    /// A wire that forwards everything.
     public init() {}
 
+    /// Always `.forwardNow`.
     public func offer(_ frame: UnsafeMutableRawBufferPointer, at now: MonotonicNanoseconds) -> FrameVerdict {
         forwarded &+= 1
         return .forwardNow
     }
 
+    /// Always nil: nothing is ever held.
     public var nextDeparture: MonotonicNanoseconds? { nil }
 
+    /// Sends nothing: nothing is ever held.
     public func departDue(at now: MonotonicNanoseconds, _ send: (UnsafeRawBufferPointer, MonotonicNanoseconds) -> Void) {}
 }

@@ -4,20 +4,10 @@ import RouteNetlink
 /// Turns a profile direction (user intent: fractions, nanoseconds, bits per second) into netem's wire
 /// parameters (scaled u32 probabilities, bytes per second, a queue limit).
 public enum NetemMapping {
-    /// The queue limit used when a profile does not set one: large enough that the bandwidth-delay
-    /// product never tail-drops (netem's default of 1000 packets silently does at high rate × delay).
-    ///
-    /// The bandwidth-delay product (delay + jitter + slot wait, at the profile's rate, or 1 Gbit/s without
-    /// one) counted in 64-byte packets with 25% headroom, or four times it in 1500-byte packets, whichever
-    /// is larger; at least 1000 (netem's default), at most 100 000.
+    /// The queue limit used when a profile does not set one; the rule lives with the profile model
+    /// (``LinkConditions/derivedQueueLimit(extraDelay:)``) so that every backend drops at the same depth.
     public static func derivedQueueLimit(for conditions: LinkConditions, extraDelay: UInt64 = 0) -> UInt32 {
-        let wait = Double(conditions.delay + conditions.jitter + extraDelay + (conditions.slot?.maxDelay ?? 0)) / 1e9
-        let bytesInFlight = Double(conditions.rate ?? 1_000_000_000) / 8 * wait
-        // The limit counts packets, not bytes: small packets (64-byte frames, e.g. ACKs or probes) fill it
-        // fastest. Size it for those, with headroom, and never below four full-size products.
-        let smallPackets = (bytesInFlight / 64 * 1.25).rounded(.up)
-        let fullPackets = (bytesInFlight / 1500 * 4).rounded(.up)
-        return UInt32(min(max(1000, smallPackets, fullPackets), 100_000))
+        conditions.derivedQueueLimit(extraDelay: extraDelay)
     }
 
     /// The netem parameters for `conditions`, with `extraDelay` nanoseconds added (the DNS branch).
@@ -77,7 +67,7 @@ public enum NetemMapping {
         }
         if let rate = conditions.rate { parameters.rate = rate / 8 }
         parameters.ecn = conditions.ecn
-        parameters.limit = conditions.queueLimit ?? derivedQueueLimit(for: conditions, extraDelay: extraDelay)
+        parameters.limit = conditions.effectiveQueueLimit(extraDelay: extraDelay)
         return parameters
     }
 }

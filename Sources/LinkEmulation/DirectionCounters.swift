@@ -1,0 +1,49 @@
+/// What a direction did, since it was built (a swap keeps counting). Every frame is accounted for:
+/// `offeredFrames + duplicatedFrames == passedFrames + lostFrames + queueDroppedFrames + backlogFrames`.
+public struct DirectionCounters: Sendable, Equatable, Codable {
+    /// Frames offered by the I/O.
+    public var offeredFrames: UInt64 = 0
+    /// Bytes offered by the I/O.
+    public var offeredBytes: UInt64 = 0
+    /// Frames handed to the wire (forwarded at once or departed), duplicates included.
+    public var passedFrames: UInt64 = 0
+    /// Bytes handed to the wire.
+    public var passedBytes: UInt64 = 0
+    /// Frames forwarded untouched because no target matched them (or the direction is unconditioned);
+    /// included in ``passedFrames``.
+    public var untouchedFrames: UInt64 = 0
+    /// Frames dropped by the loss model (netem's `loss`), ECN marks excluded.
+    public var lostFrames: UInt64 = 0
+    /// Bytes dropped by the loss model.
+    public var lostBytes: UInt64 = 0
+    /// Frames tail-dropped by a full transmit queue (netem's `limit`, the byte limit, or the held-bytes
+    /// limit).
+    public var queueDroppedFrames: UInt64 = 0
+    /// Bytes tail-dropped.
+    public var queueDroppedBytes: UInt64 = 0
+    /// Of ``queueDroppedFrames``, those dropped because the direction held its most bytes
+    /// (``DirectionOptions/heldBytesLimit``) rather than at the queue limit.
+    public var heldLimitDroppedFrames: UInt64 = 0
+    /// Extra copies made (netem's `duplicate`).
+    public var duplicatedFrames: UInt64 = 0
+    /// Frames with a flipped bit (netem's `corrupt`).
+    public var corruptedFrames: UInt64 = 0
+    /// Frames sent ahead of the delay line (netem's `reorder`).
+    public var reorderedFrames: UInt64 = 0
+    /// Frames the loss model picked that went on marked Congestion Experienced (netem's `ecn`).
+    public var ecnMarkedFrames: UInt64 = 0
+    /// DNS queries seen on an uplink with a DNS delay (UDP or TCP to port 53), lost ones included.
+    public var dnsFrames: UInt64 = 0
+    /// Frames held now (in the transmit queue or the delay lines).
+    public var backlogFrames: UInt64 = 0
+    /// Bytes held now.
+    public var backlogBytes: UInt64 = 0
+    /// Of the backlog, frames that have not left the transmitter (what the queue limit counts), as of
+    /// the last offer or departure.
+    public var transmitQueueFrames: UInt64 = 0
+    /// Bytes of ``transmitQueueFrames``.
+    public var transmitQueueBytes: UInt64 = 0
+
+    /// No frames yet.
+    public init() {}
+}

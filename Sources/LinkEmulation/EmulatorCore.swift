@@ -1,0 +1,307 @@
+import Profiles
+
+/// The state of one direction and the per-frame pipeline; ``DirectionEmulator`` is its public face.
+///
+/// Non-copyable and owned by the emulator, so the hot path runs on one exclusive access with no reference
+/// counting: classify → loss (or ECN mark) → duplicate → corrupt → transmitter (serializer or trace, then
+/// slot; queue limit) → delay line (or reorder) → forward now, hold, or drop.
+struct EmulatorCore: ~Copyable {
+    /// The lanes each kind of frame goes to; lanes left by a swap keep draining on their own.
+    struct Lanes {
+        /// Conditioned frames other than DNS queries.
+        var main = 0
+        /// Conditioned DNS queries: the conditions plus the DNS delay.
+        var dns = 1
+        /// Frames picked for reordering: they skip the delay line.
+        var reorder = 2
+        /// DNS queries outside the targets: the DNS delay only.
+        var dnsOnly = 3
+
+        func isAssigned(_ lane: Int) -> Bool { lane == main || lane == dns || lane == reorder || lane == dnsOnly }
+    }
+
+    private(set) var conditions: LinkConditions
+    private(set) var options: DirectionOptions
+    private(set) var counters = DirectionCounters()
+    /// Whether frames are forwarded at once with no work at all.
+    private(set) var isPassThrough = true
+
+    private var random: EmulatorRandom
+    private var needsHeaders = false
+    private var dnsDelay: UInt64 = 0
+    private var targets: TargetMatcher
+    private var loss: LossGenerator
+    private var ecn = false
+    private var duplicate: CorrelatedChance
+    private var corrupt: CorrelatedChance
+    private var reorder: CorrelatedChance
+    private var reorderGap: UInt32 = 0
+    private var reorderCounter: UInt32 = 0
+    private var delays: DelaySampler
+    private var serializer: RateSerializer?
+    private var trace: TraceDelivery?
+    private var slot: SlotGate?
+    private var hasTransmitter = false
+    private var queueLimitFrames = Int.max
+    private var queueLimitBytes = UInt64.max
+    private var sequence: UInt64 = 0
+    private var lanes = Lanes()
+    private(set) var held = HeldFrames()
+    private var backlog = TransmitBacklog()
+    /// Where a duplicate waits while the original goes on (grown for frames beyond 64 KiB).
+    private var scratch: UnsafeMutableRawBufferPointer
+
+    init(conditions: LinkConditions, options: DirectionOptions) {
+        self.conditions = conditions
+        self.options = options
+        random = EmulatorRandom(seed: options.seed)
+        targets = TargetMatcher(options.targets, direction: options.direction)
+        loss = LossGenerator(nil)
+        duplicate = .never(random: &random)
+        corrupt = .never(random: &random)
+        reorder = .never(random: &random)
+        delays = DelaySampler(.unconditioned, &random)
+        scratch = .allocate(byteCount: 65552, alignment: 16)
+        configure(conditions, options, initial: true)
+    }
+
+    deinit { scratch.deallocate() }
+
+    // MARK: Configuration
+
+    /// Puts `conditions` and `options` in force for frames offered from now on. Held frames keep their
+    /// departures; the transmitter stays busy with the frames it has; when the delay line changes, new
+    /// frames go to fresh lanes and may overtake held ones, as they would in netem's time-sorted queue.
+    mutating func configure(_ conditions: LinkConditions, _ options: DirectionOptions, initial: Bool = false) {
+        let newDNSDelay = options.effectiveDNSDelay
+        let propagationChanged = !delays.isConfigured(as: conditions) || newDNSDelay != dnsDelay
+        if initial || loss.model != LossGenerator(conditions.loss).model { loss = LossGenerator(conditions.loss) }
+        if initial || conditions.duplicate != self.conditions.duplicate {
+            duplicate = Self.chance(conditions.duplicate.map { ($0.probability, $0.correlation) }, &random)
+        }
+        if initial || conditions.corrupt != self.conditions.corrupt {
+            corrupt = Self.chance(conditions.corrupt.map { ($0.probability, $0.correlation) }, &random)
+        }
+        if initial || conditions.reorder != self.conditions.reorder {
+            let wanted = conditions.reorder.flatMap { $0.probability > 0 ? $0 : nil }
+            reorder = Self.chance(wanted.map { ($0.probability, $0.correlation) }, &random)
+            reorderGap = wanted.map { max($0.gap, 1) } ?? 0
+            reorderCounter = 0
+        }
+        if initial || !delays.isConfigured(as: conditions) { delays = DelaySampler(conditions, &random) }
+
+        let lastLeaves = backlog.lastLeavesAt
+        if let newTrace = options.trace {
+            if trace?.trace != newTrace { trace = TraceDelivery(newTrace) }
+            serializer = nil
+        } else {
+            trace = nil
+            if let rate = conditions.rate {
+                if serializer == nil {
+                    serializer = RateSerializer(rate: rate)
+                    serializer?.continueAfter(lastLeaves)
+                } else {
+                    serializer?.change(rate: rate)
+                }
+            } else {
+                serializer = nil
+            }
+        }
+        if let newSlot = conditions.slot {
+            if !(slot?.isConfigured(as: newSlot) ?? false) { slot = SlotGate(newSlot) }
+        } else {
+            slot = nil
+        }
+        hasTransmitter = serializer != nil || trace != nil || slot != nil
+        queueLimitFrames = Int(conditions.effectiveQueueLimit())
+        queueLimitBytes = options.queueLimitBytes ?? .max
+        ecn = conditions.ecn
+        dnsDelay = newDNSDelay
+        targets = TargetMatcher(options.targets, direction: options.direction)
+        needsHeaders = !options.targets.isEmpty || dnsDelay > 0
+        isPassThrough = conditions.isNeutral && options.targets.isEmpty && options.trace == nil && dnsDelay == 0
+        if propagationChanged && !initial { retireDelayLanes() }
+        self.conditions = conditions
+        self.options = options
+    }
+
+    private static func chance(_ values: (Double, Double)?, _ random: inout EmulatorRandom) -> CorrelatedChance {
+        guard let (probability, correlation) = values else { return .never(random: &random) }
+        return CorrelatedChance(probability: probability, correlation: correlation, random: &random)
+    }
+
+    /// Gives each delay-line role that holds frames a fresh empty lane, so the old one drains with its
+    /// schedule. With no lane free (eight swaps within one delay), the role keeps its lane and new frames
+    /// queue behind the old ones.
+    private mutating func retireDelayLanes() {
+        func fresh(_ current: Int, _ lanes: Lanes, _ held: borrowing HeldFrames) -> Int {
+            guard !held.isEmpty(lane: current) else { return current }
+            for lane in 0..<HeldFrames.laneCount where !lanes.isAssigned(lane) && held.isEmpty(lane: lane) {
+                return lane
+            }
+            return current
+        }
+        lanes.main = fresh(lanes.main, lanes, held)
+        lanes.dns = fresh(lanes.dns, lanes, held)
+        lanes.dnsOnly = fresh(lanes.dnsOnly, lanes, held)
+    }
+
+    // MARK: Frames
+
+    /// ``FrameScheduler/offer(_:at:)``.
+    @inline(__always)
+    mutating func offer(_ frame: UnsafeMutableRawBufferPointer, at now: MonotonicNanoseconds) -> FrameVerdict {
+        counters.offeredFrames &+= 1
+        counters.offeredBytes &+= UInt64(frame.count)
+        if isPassThrough {
+            counters.passedFrames &+= 1
+            counters.passedBytes &+= UInt64(frame.count)
+            counters.untouchedFrames &+= 1
+            return .forwardNow
+        }
+        return offerConditioned(frame, at: now)
+    }
+
+    private mutating func offerConditioned(
+        _ frame: UnsafeMutableRawBufferPointer, at now: MonotonicNanoseconds
+    ) -> FrameVerdict {
+        var headers: FrameHeaders?
+        var isDNS = false
+        if needsHeaders {
+            let parsed = FrameHeaders(UnsafeRawBufferPointer(frame))
+            headers = parsed
+            isDNS = dnsDelay > 0 && parsed.isDNSQuery
+            if isDNS { counters.dnsFrames &+= 1 }
+            if !targets.matches(parsed) {
+                return isDNS ? holdDNSOnly(frame, at: now) : forwardUntouched(frame)
+            }
+        }
+        if loss.loses(&random) {
+            var marked = false
+            if ecn {
+                if headers == nil { headers = FrameHeaders(UnsafeRawBufferPointer(frame)) }
+                marked = FrameEdits.markCongestionExperienced(frame, headers.unsafelyUnwrapped)
+            }
+            guard marked else {
+                counters.lostFrames &+= 1
+                counters.lostBytes &+= UInt64(frame.count)
+                return .dropped
+            }
+            counters.ecnMarkedFrames &+= 1
+        }
+        guard duplicate.happens(&random) else {
+            return transmit(frame, headers: &headers, isDNS: isDNS, at: now, mayForward: true)
+        }
+        counters.duplicatedFrames &+= 1
+        if scratch.count < frame.count {
+            scratch.deallocate()
+            scratch = .allocate(byteCount: frame.count, alignment: 16)
+        }
+        let copy = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<frame.count])
+        if frame.count > 0 { copy.copyMemory(from: UnsafeRawBufferPointer(frame)) }
+        var copyHeaders = headers
+        let original = transmit(frame, headers: &headers, isDNS: isDNS, at: now, mayForward: true)
+        let second = transmit(copy, headers: &copyHeaders, isDNS: isDNS, at: now, mayForward: false)
+        return original == .dropped && second == .held ? .held : original
+    }
+
+    private mutating func forwardUntouched(_ frame: UnsafeMutableRawBufferPointer) -> FrameVerdict {
+        counters.untouchedFrames &+= 1
+        counters.passedFrames &+= 1
+        counters.passedBytes &+= UInt64(frame.count)
+        return .forwardNow
+    }
+
+    /// A DNS query outside the targets: the DNS delay alone, in order with the other such queries.
+    private mutating func holdDNSOnly(_ frame: UnsafeMutableRawBufferPointer, at now: MonotonicNanoseconds) -> FrameVerdict {
+        guard fitsHeldLimit(frame.count) else { return .dropped }
+        let departure = max(now + dnsDelay, held.lastDeparture(lane: lanes.dnsOnly))
+        sequence &+= 1
+        held.hold(UnsafeRawBufferPointer(frame), lane: lanes.dnsOnly, departure: departure, sequence: sequence)
+        return .held
+    }
+
+    private mutating func fitsHeldLimit(_ length: Int) -> Bool {
+        guard held.bytes + UInt64(length) > options.heldBytesLimit else { return true }
+        counters.queueDroppedFrames &+= 1
+        counters.queueDroppedBytes &+= UInt64(length)
+        counters.heldLimitDroppedFrames &+= 1
+        return false
+    }
+
+    /// Corrupt, transmitter, delay line: one copy of a frame that survived the loss model.
+    @inline(__always)
+    private mutating func transmit(
+        _ frame: UnsafeMutableRawBufferPointer, headers: inout FrameHeaders?, isDNS: Bool, at now: MonotonicNanoseconds,
+        mayForward: Bool
+    ) -> FrameVerdict {
+        let length = frame.count
+        if corrupt.happens(&random) {
+            if headers == nil { headers = FrameHeaders(UnsafeRawBufferPointer(frame)) }
+            if FrameEdits.flipRandomBit(frame, headers.unsafelyUnwrapped, &random) { counters.corruptedFrames &+= 1 }
+        }
+        guard fitsHeldLimit(length) else { return .dropped }
+        var leaves = now
+        if hasTransmitter {
+            backlog.advance(to: now)
+            guard backlog.frames < queueLimitFrames, backlog.bytes + UInt64(length) <= queueLimitBytes else {
+                counters.queueDroppedFrames &+= 1
+                counters.queueDroppedBytes &+= UInt64(length)
+                return .dropped
+            }
+            if trace != nil {
+                leaves = trace!.delivery(length: length, at: now)
+            } else if serializer != nil {
+                leaves = serializer!.transmit(length: length, at: now)
+            }
+            if slot != nil { leaves = slot!.departure(ready: leaves, length: length, &random) }
+            // Frames leave the transmitter in order, even across a swap that changed its kind.
+            leaves = max(leaves, backlog.lastLeavesAt)
+            backlog.add(length: length, leavesAt: leaves)
+        }
+        let lane: Int
+        var departure: MonotonicNanoseconds
+        if reorderGap != 0 && reorderCounter >= reorderGap - 1 && reorder.happens(&random) {
+            // netem's reorder: this frame skips the delay line (not the transmitter: the link's capacity
+            // still applies to it).
+            reorderCounter = 0
+            counters.reorderedFrames &+= 1
+            lane = lanes.reorder
+            departure = leaves
+        } else {
+            reorderCounter &+= 1
+            lane = isDNS ? lanes.dns : lanes.main
+            departure = leaves + delays.next(&random) + (isDNS ? dnsDelay : 0)
+        }
+        // Order is kept within a lane: a frame never leaves before one offered earlier.
+        departure = max(departure, held.lastDeparture(lane: lane))
+        if mayForward && departure <= now && held.isEmpty(lane: lane) {
+            counters.passedFrames &+= 1
+            counters.passedBytes &+= UInt64(length)
+            return .forwardNow
+        }
+        sequence &+= 1
+        held.hold(UnsafeRawBufferPointer(frame), lane: lane, departure: departure, sequence: sequence)
+        return .held
+    }
+
+    /// ``FrameScheduler/departDue(at:_:)``.
+    mutating func departDue(
+        at now: MonotonicNanoseconds, _ send: (UnsafeRawBufferPointer, MonotonicNanoseconds) -> Void
+    ) {
+        let sent = held.departDue(at: now, send)
+        counters.passedFrames &+= UInt64(sent.frames)
+        counters.passedBytes &+= sent.bytes
+        backlog.advance(to: now)
+    }
+
+    /// The counters with the backlog filled in.
+    var snapshot: DirectionCounters {
+        var result = counters
+        result.backlogFrames = UInt64(held.frames)
+        result.backlogBytes = held.bytes
+        result.transmitQueueFrames = UInt64(backlog.frames)
+        result.transmitQueueBytes = backlog.bytes
+        return result
+    }
+}
