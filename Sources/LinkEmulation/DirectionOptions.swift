@@ -1,13 +1,5 @@
 import Profiles
 
-/// Which way a direction's frames travel.
-public enum LinkDirection: String, Sendable, Equatable, Codable, CaseIterable {
-    /// Frames from the device (the client) towards the router: netem on the client-side veth's egress.
-    case uplink
-    /// Frames from the router towards the device: netem on the router-side veth's egress.
-    case downlink
-}
-
 /// What a ``DirectionEmulator`` needs beyond the profile's ``LinkConditions``.
 public struct DirectionOptions: Sendable, Equatable {
     /// The default for ``heldBytesLimit``: 256 MiB.

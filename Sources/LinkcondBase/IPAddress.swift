@@ -133,6 +133,18 @@ public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension IPPrefix {
+    /// The prefix with every bit beyond ``length`` cleared: `198.18.2.7/24` → `198.18.2.0/24`.
+    public var network: IPPrefix {
+        var bytes = address.bytes
+        var remaining = Int(length)
+        for index in bytes.indices {
+            let bits = min(8, max(0, remaining))
+            bytes[index] &= UInt8(truncatingIfNeeded: 0xFF << (8 - bits))
+            remaining -= 8
+        }
+        return IPPrefix(address: IPAddress(bytes: bytes)!, length: length)!
+    }
+
     /// True when `address` (of the same family) lies inside this prefix.
     public func contains(_ other: IPAddress) -> Bool {
         guard other.family == address.family else { return false }

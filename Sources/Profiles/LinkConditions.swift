@@ -1,7 +1,7 @@
 /// The conditions on one direction of a link, as the user meant them: rates in bits per second, times
 /// in nanoseconds, probabilities as fractions from 0 to 1. Turning them into netem's wire values
 /// (scaled 32-bit probabilities, bytes per second) is the backend's job.
-public struct LinkConditions: Sendable, Equatable {
+public struct LinkConditions: Sendable, Equatable, Codable {
     /// The bandwidth in bits per second; `nil` leaves it unlimited.
     public var rate: UInt64?
     /// The delay added to every packet, in nanoseconds.
@@ -64,7 +64,7 @@ public struct LinkConditions: Sendable, Equatable {
 }
 
 /// The shape of the delay variation (netem's `distribution`).
-public enum DelayDistribution: String, Sendable, Equatable, CaseIterable {
+public enum DelayDistribution: String, Sendable, Equatable, CaseIterable, Codable {
     /// Evenly spread over delay ± jitter (netem's default).
     case uniform
     /// A normal distribution with standard deviation `jitter`.
@@ -76,7 +76,7 @@ public enum DelayDistribution: String, Sendable, Equatable, CaseIterable {
 }
 
 /// Which packets are dropped. All probabilities are fractions from 0 to 1.
-public enum LossModel: Sendable, Equatable {
+public enum LossModel: Sendable, Equatable, Codable {
     /// Each packet is dropped with `probability`; `correlation` (0 to 1) makes a drop more likely right
     /// after a drop (netem's `loss random PERCENT CORRELATION`).
     case random(probability: Double, correlation: Double)
@@ -99,7 +99,7 @@ public enum LossModel: Sendable, Equatable {
 }
 
 /// A probability with a correlation, for duplication and corruption. Both are fractions from 0 to 1.
-public struct Chance: Sendable, Equatable {
+public struct Chance: Sendable, Equatable, Codable {
     /// How often it happens.
     public var probability: Double
     /// How much each decision depends on the previous one; 0 means independent.
@@ -113,7 +113,7 @@ public struct Chance: Sendable, Equatable {
 }
 
 /// Reordering: some packets skip the delay and overtake the ones before them.
-public struct Reorder: Sendable, Equatable {
+public struct Reorder: Sendable, Equatable, Codable {
     /// How often an eligible packet is sent at once, 0 to 1.
     public var probability: Double
     /// How much each decision depends on the previous one, 0 to 1.
@@ -131,7 +131,7 @@ public struct Reorder: Sendable, Equatable {
 
 /// Slotting (netem's `slot`): packets wait for the next slot, which opens after a delay between
 /// `minDelay` and `maxDelay`, and each slot carries at most `packets` packets and `bytes` bytes.
-public struct Slot: Sendable, Equatable {
+public struct Slot: Sendable, Equatable, Codable {
     /// The shortest time between slots, in nanoseconds.
     public var minDelay: UInt64
     /// The longest time between slots, in nanoseconds; at least `minDelay`.

@@ -1,4 +1,4 @@
-import LinkEmulation
+@testable import LinkEmulation
 import Profiles
 import XCTest
 
@@ -18,31 +18,31 @@ final class TargetTests: XCTestCase {
     }
 
     func testPrefixesReadAndPrintCanonically() throws {
-        XCTAssertEqual(try IPPrefix("198.18.2.0/24").description, "198.18.2.0/24")
-        XCTAssertEqual(try IPPrefix("198.18.2.7").description, "198.18.2.7/32")
-        XCTAssertEqual(try IPPrefix("0.0.0.0/0").description, "0.0.0.0/0")
-        XCTAssertEqual(try IPPrefix("2001:2::/48").description, "2001:2::/48")
-        XCTAssertEqual(try IPPrefix("2001:0002:0000:0000:0000:0000:0000:0007").description, "2001:2::7/128")
-        XCTAssertEqual(try IPPrefix("::").description, "::/128")
-        XCTAssertEqual(try IPPrefix("::ffff:198.18.0.1").description, "::ffff:c612:1/128")
-        XCTAssertEqual(try IPPrefix("2001:db8:0:0:1:0:0:1").description, "2001:db8::1:0:0:1/128", "the first longest run")
-        let prefix = try IPPrefix("2001:2::/48")
+        XCTAssertEqual(try TrafficTarget.prefix("198.18.2.0/24").description, "198.18.2.0/24")
+        XCTAssertEqual(try TrafficTarget.prefix("198.18.2.7").description, "198.18.2.7/32")
+        XCTAssertEqual(try TrafficTarget.prefix("0.0.0.0/0").description, "0.0.0.0/0")
+        XCTAssertEqual(try TrafficTarget.prefix("2001:2::/48").description, "2001:2::/48")
+        XCTAssertEqual(try TrafficTarget.prefix("2001:0002:0000:0000:0000:0000:0000:0007").description, "2001:2::7/128")
+        XCTAssertEqual(try TrafficTarget.prefix("::").description, "::/128")
+        XCTAssertEqual(try TrafficTarget.prefix("::ffff:198.18.0.1").description, "::ffff:198.18.0.1/128", "an IPv4-mapped address in the mixed notation RFC 5952 recommends")
+        XCTAssertEqual(try TrafficTarget.prefix("2001:db8:0:0:1:0:0:1").description, "2001:db8::1:0:0:1/128", "the first longest run")
+        let prefix = PrefixWords(try TrafficTarget.prefix("2001:2::/48"))
         XCTAssertTrue(prefix.contains(isIPv6: true, high: 0x2001_0002_0000_1234, low: 99))
         XCTAssertFalse(prefix.contains(isIPv6: true, high: 0x2001_0002_0001_0000, low: 0))
         XCTAssertFalse(prefix.contains(isIPv6: false, high: 0, low: 0x2001_0002))
-        let wide = try IPPrefix("2001:2::/80")
+        let wide = PrefixWords(try TrafficTarget.prefix("2001:2::/80"))
         XCTAssertTrue(wide.contains(isIPv6: true, high: 0x2001_0002_0000_0000, low: 0x0000_FFFF_FFFF_FFFF))
         XCTAssertFalse(wide.contains(isIPv6: true, high: 0x2001_0002_0000_0000, low: 0x0001_0000_0000_0000))
     }
 
     func testBadPrefixesSayWhatWasWrong() {
         XCTAssertEqual(
-            error { try IPPrefix("198.18.2.1/24") }?.description,
+            error { try TrafficTarget.prefix("198.18.2.1/24") }?.description,
             #""198.18.2.1/24" has host bits set beyond the /24: expected the network address, "198.18.2.0/24""#)
-        XCTAssertEqual(error { try IPPrefix("198.18.2.0/33") }?.kind, .outOfRange)
-        XCTAssertEqual(error { try IPPrefix("2001:2::/129") }?.kind, .outOfRange)
+        XCTAssertEqual(error { try TrafficTarget.prefix("198.18.2.0/33") }?.kind, .outOfRange)
+        XCTAssertEqual(error { try TrafficTarget.prefix("2001:2::/129") }?.kind, .outOfRange)
         for text in ["", "198.18.2", "198.18.2.256", "198.018.2.1", "1::2::3", "2001:2:::/48", "12345::", "host.example", "198.18.2.0/"] {
-            XCTAssertNotNil(error { try IPPrefix(text) }, text)
+            XCTAssertNotNil(error { try TrafficTarget.prefix(text) }, text)
         }
     }
 
