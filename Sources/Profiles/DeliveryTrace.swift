@@ -169,3 +169,17 @@ extension Substring.UTF8View {
         return self[first...last]
     }
 }
+
+extension DeliveryTrace: Codable {
+    /// Reads the milliseconds back, checked as ``init(milliseconds:)`` checks them.
+    public init(from decoder: any Decoder) throws {
+        let milliseconds = try decoder.singleValueContainer().decode([UInt32].self)
+        try self.init(milliseconds: milliseconds)
+    }
+
+    /// Writes the milliseconds as a JSON array.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(milliseconds)
+    }
+}

@@ -28,13 +28,16 @@ public struct LinkConditions: Sendable, Equatable, Codable {
     /// Mark packets with ECN Congestion Experienced instead of dropping them (ECN-capable traffic only);
     /// needs `loss`.
     public var ecn: Bool
+    /// Deliveries follow a recorded trace (Mahimahi's format) instead of `rate`: each opportunity carries
+    /// 1500 bytes. Only the userspace engine has it.
+    public var trace: DeliveryTrace?
 
     /// Conditions with the given values; the defaults add nothing.
     public init(
         rate: UInt64? = nil, delay: UInt64 = 0, jitter: UInt64 = 0, delayCorrelation: Double = 0,
         distribution: DelayDistribution? = nil, loss: LossModel? = nil, duplicate: Chance? = nil,
         corrupt: Chance? = nil, reorder: Reorder? = nil, slot: Slot? = nil, queueLimit: UInt32? = nil,
-        ecn: Bool = false
+        ecn: Bool = false, trace: DeliveryTrace? = nil
     ) {
         self.rate = rate
         self.delay = delay
@@ -48,6 +51,7 @@ public struct LinkConditions: Sendable, Equatable, Codable {
         self.slot = slot
         self.queueLimit = queueLimit
         self.ecn = ecn
+        self.trace = trace
     }
 
     /// No conditions at all.
@@ -57,7 +61,7 @@ public struct LinkConditions: Sendable, Equatable, Codable {
     /// and no loss, duplication, corruption or reordering with a probability above 0. A queue limit,
     /// `ecn`, a distribution or a correlation alone are neutral.
     public var isNeutral: Bool {
-        rate == nil && delay == 0 && jitter == 0 && slot == nil && (loss?.dropsNothing ?? true)
+        rate == nil && trace == nil && delay == 0 && jitter == 0 && slot == nil && (loss?.dropsNothing ?? true)
             && (duplicate?.probability ?? 0) == 0 && (corrupt?.probability ?? 0) == 0
             && (reorder?.probability ?? 0) == 0
     }

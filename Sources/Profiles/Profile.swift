@@ -14,19 +14,23 @@ public struct Profile: Sendable, Equatable {
     /// Extra delay for DNS queries (UDP and TCP port 53) from the device, in nanoseconds, on top of the
     /// uplink delay (Network Link Conditioner's "DNS Delay").
     public var dnsDelay: UInt64
+    /// When not empty, only traffic to or from these gets the conditions (either direction); the rest passes
+    /// untouched. The DNS delay is its own target and applies to every DNS query.
+    public var targets: [TrafficTarget]
     /// The file the profile was read from; `nil` for a profile made in code.
     public var source: String?
 
     /// A profile; by default it changes nothing.
     public init(
         name: String, description: String = "", downlink: LinkConditions = .unconditioned,
-        uplink: LinkConditions = .unconditioned, dnsDelay: UInt64 = 0, source: String? = nil
+        uplink: LinkConditions = .unconditioned, dnsDelay: UInt64 = 0, targets: [TrafficTarget] = [], source: String? = nil
     ) {
         self.name = name
         self.description = description
         self.downlink = downlink
         self.uplink = uplink
         self.dnsDelay = dnsDelay
+        self.targets = targets
         self.source = source
     }
 

@@ -93,7 +93,8 @@ public struct NetemBackend: ConditioningBackend {
         let lock = try sandbox.lock(for: "apply \(profile.name)")
         defer { lock.release() }
         let started = MonotonicClock.seconds()
-        // Everything that can fail without the kernel (distribution tables) is done first.
+        // Everything that can fail without the kernel (what netem cannot do, distribution tables) is done first.
+        try Self.checkSupported(profile)
         let uplink = try Self.wrap { () throws(RouteNetlinkError) in try NetemMapping.parameters(for: profile.uplink) }
         let uplinkDNS = try Self.wrap { () throws(RouteNetlinkError) in
             try NetemMapping.parameters(for: profile.uplink, extraDelay: profile.dnsDelay)
