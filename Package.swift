@@ -43,8 +43,9 @@ let package = Package(
         .target(name: "JSONDocument"),
         .target(name: "Profiles", dependencies: ["JSONDocument", "LinkcondBase"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles", "LinkcondBase"]),
+        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation"]),
         .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
-        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
         .target(name: "Timeline", dependencies: ["LinkcondBase"]),
         .target(
