@@ -1,20 +1,25 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers, lowest first; a target imports only targets above it in this list, never one beside or below:
-//   CMnl, CSpawn (C)        libmnl and kernel headers; fork/setns/exec
+// Layers, lowest first. A target imports only targets of lower layers (scripts/check-structure checks it);
+// targets on one line are one layer and never import each other.
+//   CMnl, CSpawn, CPacket (C)   libmnl and kernel headers; fork/setns/exec; packet-socket shims
 //   LinkcondBase, JSONDocument   addresses, sockets, clock, DNS wire format, the sandbox plan; strict JSON
 //   Netlink                 generic netlink over libmnl
 //   RouteNetlink, NetNamespace   typed rtnetlink; named namespaces
 //   Profiles                the profile model, reader, validation and catalog (no kernel)
 //   LinkEmulation           the userspace engine's impairment model (no sockets)
+//   PacketEngine            the engine's data plane: AF_PACKET between the wire's veths, carrier relay
+//   EngineControl           the engine's control socket and messages
+//   Engine                  the engine as a process (`linkcond engine`)
 //   Responders              the sandbox server: HTTP 204, echo, DNS
-//   Sandboxing              the sandbox: topology, state, lifecycle, actions
-//   Conditioning            the backends that put profiles on the wire, doctor, measurements
+//   Sandboxing              the sandbox: topology, state, lifecycle, actions, lock
+//   Conditioning            the backends that put profiles on the wire (netem, the engine), doctor, measurements
 //   PathMonitor             path monitor, reachability prober, hint model
 //   Timeline                events, recorder, metrics, reports
 //   Scenarios               scenario files, runner, LinkLab
-//   LinkcondCLI -> linkcond the command line; linkcond-bench the benchmark table
+//   LinkcondCLI             the command line; no logic a library user needs
+//   linkcond, linkcond-bench   the executables
 let package = Package(
     name: "linkcond",
     products: [
