@@ -1,0 +1,120 @@
+/// Making delivery traces from rates over time, and reading a trace's summary.
+extension DeliveryTrace {
+    /// A trace that delivers the rates of `text`, a CSV of `TIME,RATE` rows (what `linkcond trace from-csv`
+    /// reads):
+    ///
+    /// - `TIME` is when the row's rate starts, in seconds since the start (`0`, `1.5`) or as a time with its
+    ///   unit (`1500ms`); the first row starts at 0 and times increase;
+    /// - `RATE` is bits per second (`12000000`) or a rate with its unit (`12mbit`);
+    /// - each row's rate lasts until the next row's time; the last row's lasts as long as the row before it
+    ///   (one second when it is the only row); the trace ends there and repeats;
+    /// - a header line, blank lines and lines starting with `#` are skipped.
+    ///
+    /// The opportunities are spread as the bits accumulate, one each time another 1500 bytes' worth has
+    /// arrived, so the mean rate over the trace is the rows' own (to within one opportunity), and the last
+    /// one falls at the trace's end, which makes that the period.
+    public init(rateCSV text: String, source: String? = nil) throws(EmulationInputError) {
+        var rows: [(start: UInt64, rate: UInt64, line: Int)] = []
+        var lineNumber = 0
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let line = rawLine.trimmingCharacters(in: " \t\r")
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: " \t") }
+            if rows.isEmpty, fields.count == 2, Self.time(fields[0]) == nil, fields[0].first?.isLetter == true { continue }  // header
+            guard fields.count == 2 else {
+                throw EmulationInputError(
+                    .invalidValue, source: source, line: lineNumber, problem: "\"\(line)\" is not a TIME,RATE row",
+                    expected: "two fields: the time the rate starts (seconds, or with a unit) and the rate (bits per second, or with a unit)")
+            }
+            guard let start = Self.time(fields[0]) else {
+                throw EmulationInputError(
+                    .invalidValue, source: source, line: lineNumber, problem: "\"\(fields[0])\" is not a time",
+                    expected: "seconds since the start (\"1.5\") or a time with its unit (\"1500ms\")")
+            }
+            guard let rate = Self.rate(fields[1]) else {
+                throw EmulationInputError(
+                    .invalidValue, source: source, line: lineNumber, problem: "\"\(fields[1])\" is not a rate",
+                    expected: "bits per second (\"12000000\") or a rate with its unit (\"12mbit\")")
+            }
+            if let previous = rows.last, start <= previous.start {
+                throw EmulationInputError(
+                    .outOfOrder, source: source, line: lineNumber,
+                    problem: "the row starts at \(fields[0]), not after the row on line \(previous.line)",
+                    expected: "increasing times")
+            }
+            if rows.isEmpty && start != 0 {
+                throw EmulationInputError(
+                    .invalidValue, source: source, line: lineNumber, problem: "the first row starts at \(fields[0])",
+                    expected: "a first row at time 0")
+            }
+            rows.append((start, rate, lineNumber))
+        }
+        guard !rows.isEmpty else {
+            throw EmulationInputError(.empty, source: source, problem: "no TIME,RATE rows", expected: "at least one row, the first at time 0")
+        }
+        let lastLength = rows.count > 1 ? rows[rows.count - 1].start - rows[rows.count - 2].start : 1_000_000_000
+        let end = rows[rows.count - 1].start + lastLength
+        let endMillisecond = (end + 999_999) / 1_000_000
+        let bitsPerOpportunity = UInt64(Self.bytesPerOpportunity * 8)
+        var milliseconds: [UInt32] = []
+        var credit: UInt64 = 0  // bit·milliseconds / 1000, i.e. bits × 1000 to keep rates exact
+        var row = 0
+        for millisecond in 1...max(1, endMillisecond) {
+            let instant = (millisecond - 1) * 1_000_000
+            while row + 1 < rows.count && rows[row + 1].start <= instant { row += 1 }
+            credit += rows[row].rate  // one millisecond at `rate` bits/s is rate/1000 bits
+            while credit >= bitsPerOpportunity * 1000 {
+                credit -= bitsPerOpportunity * 1000
+                milliseconds.append(UInt32(millisecond))
+            }
+        }
+        guard !milliseconds.isEmpty else {
+            throw EmulationInputError(
+                .outOfRange, source: source, problem: "the rates never add up to one 1500-byte opportunity",
+                expected: "rates high enough to carry at least 12 000 bits over the trace")
+        }
+        milliseconds[milliseconds.count - 1] = UInt32(endMillisecond)
+        try self.init(milliseconds: milliseconds)
+    }
+
+    private static func time(_ text: String) -> UInt64? {
+        if let seconds = Double(text), seconds >= 0, seconds.isFinite { return UInt64((seconds * 1e9).rounded()) }
+        return try? Quantity.time(text)
+    }
+
+    private static func rate(_ text: String) -> UInt64? {
+        if let bits = UInt64(text) { return bits }
+        return try? Quantity.rate(text)
+    }
+
+    /// The trace in Mahimahi's text format: one millisecond per line.
+    public var text: String {
+        milliseconds.map(String.init).joined(separator: "\n") + "\n"
+    }
+}
+
+extension DeliveryTrace.Summary {
+    /// The per-second rate below which `fraction` (0…1) of the seconds fall (nearest rank), in bits per
+    /// second.
+    public func percentile(_ fraction: Double) -> Double {
+        let sorted = perSecondRates.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let rank = Int((fraction * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[min(max(rank, 0), sorted.count - 1)]
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in characters: String) -> String {
+        let set = Set(characters)
+        var text = Substring(self)
+        while let first = text.first, set.contains(first) { text = text.dropFirst() }
+        while let last = text.last, set.contains(last) { text = text.dropLast() }
+        return String(text)
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in characters: String) -> String { String(self).trimmingCharacters(in: characters) }
+}

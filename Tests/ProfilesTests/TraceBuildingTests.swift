@@ -1,0 +1,56 @@
+import XCTest
+
+@testable import Profiles
+
+/// Traces made from rates over time: opportunities where the bits add up, the period at the end.
+final class TraceBuildingTests: XCTestCase {
+    func testAConstant12MbitRateIsOneOpportunityEveryMillisecond() throws {
+        // 12 Mbit/s is 12 000 bits a millisecond: exactly one 1500-byte opportunity each.
+        let trace = try DeliveryTrace(rateCSV: "time,rate\n0,12mbit\n")
+        XCTAssertEqual(trace.milliseconds, Array(1...1000).map(UInt32.init))
+        XCTAssertEqual(trace.summary.meanRate, 12_000_000, accuracy: 0.5)
+    }
+
+    func testRatesChangeAtTheirRowsAndTheLastRowLastsAsLongAsThePreviousOne() throws {
+        // 6 Mbit/s for 1 s (an opportunity every 2 ms: 500), then 3 Mbit/s for 1 s (every 4 ms: 250).
+        let trace = try DeliveryTrace(rateCSV: "# a comment\n0,6000000\n1,3mbit\n")
+        XCTAssertEqual(trace.periodMilliseconds, 2000)
+        XCTAssertEqual(trace.milliseconds.count, 750)
+        XCTAssertEqual(trace.milliseconds.prefix(3), [2, 4, 6])
+        XCTAssertEqual(trace.milliseconds.filter { $0 <= 1000 }.count, 500)
+        // Per second within one opportunity (12 000 bit/s): the summary counts the opportunity that ends the
+        // first second (at 1000 ms) in the second one.
+        let rates = trace.summary.perSecondRates
+        XCTAssertEqual(rates.count, 2)
+        XCTAssertEqual(rates[0], 6_000_000, accuracy: 12_000)
+        XCTAssertEqual(rates[1], 3_000_000, accuracy: 12_000)
+        XCTAssertEqual(trace.summary.percentile(0.5), rates[1])
+        XCTAssertEqual(trace.summary.percentile(1), rates[0])
+        XCTAssertEqual(trace.summary.meanRate, 4_500_000, accuracy: 0.5)
+    }
+
+    func testTheTraceReadsBackFromItsText() throws {
+        let trace = try DeliveryTrace(rateCSV: "0,5mbit\n0.5,1500kbit\n1,20mbit\n")
+        XCTAssertEqual(try DeliveryTrace(parsing: trace.text), trace)
+        // 5 Mbit/s × 0.5 s + 1.5 Mbit/s × 0.5 s + 20 Mbit/s × 0.5 s = 13.25 Mbit over 1.5 s.
+        XCTAssertEqual(trace.summary.meanRate, 13_250_000 / 1.5, accuracy: 12_000 / 1.5)
+    }
+
+    func testBadRowsNameTheirLine() {
+        func problem(_ text: String) -> String? {
+            do {
+                _ = try DeliveryTrace(rateCSV: text, source: "rates.csv")
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(problem("0,1mbit\n1,fast\n")?.contains("line 2"), true)
+        XCTAssertEqual(problem("0,1mbit\n1,fast\n")?.contains("\"fast\" is not a rate"), true)
+        XCTAssertEqual(problem("0,1mbit\n2,1mbit\n1,1mbit\n")?.contains("line 3"), true)
+        XCTAssertEqual(problem("1,1mbit\n")?.contains("a first row at time 0"), true)
+        XCTAssertEqual(problem("0;1mbit\n")?.contains("is not a TIME,RATE row"), true)
+        XCTAssertNotNil(problem(""))
+        XCTAssertEqual(problem("0,8bit\n")?.contains("never add up to one"), true)
+    }
+}
