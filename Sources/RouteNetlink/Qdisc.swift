@@ -92,16 +92,20 @@ public struct Qdisc: Sendable, Equatable {
 /// The rtnetlink qdisc requests linkcond sends, laid out as `tc qdisc` lays them out.
 public enum QdiscRequest {
     /// `tc qdisc replace dev IFINDEX {root | parent PARENT} handle HANDLE KIND [options]`:
-    /// `RTM_NEWQDISC` with `NLM_F_CREATE | NLM_F_REPLACE`, so conditions change in place with no moment
-    /// without a qdisc. `options` appends the kind's `TCA_OPTIONS`, if it has any.
+    /// `RTM_NEWQDISC` with `NLM_F_CREATE | NLM_F_REPLACE`, so conditions change with no moment without a
+    /// qdisc. `options` appends `TCA_KIND` and the kind's `TCA_OPTIONS`.
+    ///
+    /// With `graft: true` the request also carries `NLM_F_EXCL` (tc has no spelling for it): the kernel then
+    /// creates a new qdisc and grafts it in place of the one at `parent`, but refuses with `EEXIST`
+    /// ("Exclusivity flag on, cannot modify") to change a qdisc that has `handle` already. A graft therefore
+    /// never keeps attributes of an earlier qdisc, and a wrong guess of the current handle changes nothing.
     public static func replace(
-        interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String,
-        options: ((NetlinkMessageBuilder) -> Void)? = nil
+        interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle, options: QdiscOptions, graft: Bool = false
     ) -> NetlinkMessageBuilder {
-        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWQDISC), flags: UInt16(NLM_F_CREATE | NLM_F_REPLACE))
+        let flags = NLM_F_CREATE | NLM_F_REPLACE | (graft ? NLM_F_EXCL : 0)
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWQDISC), flags: UInt16(flags))
         message.putStruct(header(interfaceIndex: interfaceIndex, handle: handle, parent: parent))
-        message.put(UInt16(TCA_KIND), string: kind)
-        options?(message)
+        options.encode(into: message)
         return message
     }
 

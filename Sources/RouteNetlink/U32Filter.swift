@@ -37,7 +37,7 @@ public struct U32Key: Sendable, Equatable {
 }
 
 /// A u32 classifier that sends matching packets to a class: `tc filter add … u32 match … flowid CLASS`.
-public struct U32Filter: Sendable, Equatable {
+public struct U32Filter: Sendable, Equatable, CustomStringConvertible {
     /// The packets it looks at: ``EtherType/ipv4`` or ``EtherType/ipv6`` (`protocol ip|ipv6`).
     public var protocolNumber: EtherType
     /// The filter's priority (`prio`); each protocol needs a priority of its own.
@@ -53,6 +53,24 @@ public struct U32Filter: Sendable, Equatable {
         self.priority = priority
         self.keys = keys
         self.classID = classID
+    }
+
+    /// The filter as `tc filter add` arguments, written from the encoded values:
+    /// `protocol ip prio 1 u32 match u32 0x00110000 0x00ff0000 at 8 … flowid 1:2`.
+    public var description: String {
+        let protocolName: String
+        switch protocolNumber {
+        case .ipv4: protocolName = "ip"
+        case .ipv6: protocolName = "ipv6"
+        case .all: protocolName = "all"
+        default: protocolName = "0x" + String(protocolNumber.rawValue, radix: 16)
+        }
+        func hex(_ value: UInt32) -> String {
+            let digits = String(value, radix: 16)
+            return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+        }
+        let matches = keys.map { "match u32 \(hex($0.value)) \(hex($0.mask)) at \($0.offset)" }
+        return (["protocol \(protocolName) prio \(priority) u32"] + matches + ["flowid \(classID)"]).joined(separator: " ")
     }
 
     /// Appends `TCA_KIND` "u32" and `TCA_OPTIONS` (`TCA_U32_CLASSID`, then `TCA_U32_SEL`: a
