@@ -37,6 +37,10 @@ let package = Package(
         .target(name: "CSpawn"),
         .target(name: "LinkcondBase"),
         .target(name: "Netlink", dependencies: ["CMnl"]),
+        // For tests only: a fake byte transport and encoders of kernel replies (no product links it).
+        .target(name: "NetlinkTesting", dependencies: ["Netlink", "CMnl"]),
+        // For linkcond-bench only: the same requests sent with raw libmnl from C, the floor to compare with.
+        .target(name: "CNetlinkFloor", dependencies: ["CMnl"]),
         .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase"]),
         .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
         .target(name: "Responders", dependencies: ["LinkcondBase"]),
@@ -59,14 +63,18 @@ let package = Package(
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
         .executableTarget(
             name: "linkcond-bench",
-            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing", "CNetlinkFloor"]),
 
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "CMnl"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
         .testTarget(
             name: "RouteNetlinkTests",
-            dependencies: ["RouteNetlink", "Netlink", "CMnl", "LinkcondBase"],
+            dependencies: ["RouteNetlink", "Netlink", "NetlinkTesting", "CMnl", "LinkcondBase"],
             resources: [.copy("Fixtures")]
         ),
+        // The netem backend's netlink conversation, over the fake transport (no root needed).
+        .testTarget(
+            name: "NetemNetlinkTests",
+            dependencies: ["Conditioning", "Profiles", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),

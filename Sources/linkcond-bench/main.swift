@@ -92,9 +92,7 @@ do {
 }
 
 // 2. Installing conditions: netem when the kernel has it (else pfifo), replace in place.
-let hasNetem = (try? client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "netem") {
-    NetemParameters().encode(into: $0, clock: .current())
-}) != nil
+let hasNetem = (try? client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), options: .netem(NetemParameters(), clock: .current()))) != nil
 do {
     var ours: [Double] = []
     var peer: [Double] = []
@@ -107,9 +105,7 @@ do {
             parameters.rate = 30_000
             parameters.loss = NetemProbability.scaled(0.01)
             ours.append(try time {
-                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "netem") {
-                    parameters.encode(into: $0, clock: clock)
-                }
+                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), options: .netem(parameters, clock: clock))
             })
             peer.append(time {
                 _ = runProcess([tc, "-n", name, "qdisc", "replace", "dev", "b0", "root", "handle", "1:", "netem",
@@ -118,9 +114,7 @@ do {
         } else {
             let limit = UInt32(100 + index)
             ours.append(try time {
-                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "pfifo") { message in
-                    message.put(UInt16(2), structure: limit)  // TCA_OPTIONS: struct tc_fifo_qopt { __u32 limit; }
-                }
+                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), options: .pfifo(limit: limit))
             })
             peer.append(time {
                 _ = runProcess([tc, "-n", name, "qdisc", "replace", "dev", "b0", "root", "handle", "1:", "pfifo", "limit", "\(limit)"])
