@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
         .executableTarget(
             name: "linkcond-bench",
-            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing", "CNetlinkFloor"]),
+            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing", "CNetlinkFloor", "CMnl"]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
         .testTarget(

@@ -106,7 +106,6 @@ public struct NetemBackend: Sendable {
     /// validated (parsing does that).
     @discardableResult
     public func apply(_ profile: Profile) throws(SandboxError) -> ApplyReport {
-        let started = MonotonicClock.seconds()
         // Everything that can fail without the kernel (distribution tables) is done first.
         let memory = self.memory
         let tables = { (name: String) throws(RouteNetlinkError) -> [Int16] in try memory.distribution(name) }
@@ -119,6 +118,7 @@ public struct NetemBackend: Sendable {
         var recorded = try state()
         let sites = ConditionSite.sites(of: sandbox.topology, cellular: recorded.cellular)
         var sent = NetlinkStatistics()
+        let started = MonotonicClock.seconds()
         for (client, group) in try clients(for: sites) {
             let before = client.connection.statistics
             defer { sent = sent.adding(client.connection.statistics.since(before)) }
