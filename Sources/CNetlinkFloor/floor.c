@@ -27,7 +27,8 @@ int lcfloor_exchange(struct mnl_socket *socket, uint8_t *batch, size_t length, u
          request = mnl_nlmsg_next(request, &remaining)) {
         if (count == MAX_BATCH) { errno = E2BIG; return -1; }
         request->nlmsg_seq = (*sequence)++;
-        is_dump[count] = (request->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
+        /* NLM_F_DUMP shares its bits with NLM_F_REPLACE | NLM_F_EXCL: it means a dump only on RTM_GET*. */
+        is_dump[count] = (request->nlmsg_type & 3) == 2 && (request->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
         answered[count] = 0;
         ++count;
     }

@@ -130,6 +130,31 @@ extension RouteNetlinkClient {
         return reply
     }
 
+    /// The datagram ``send(_:readingBack:)`` would send for `changes` (flags added, sequence numbers zero),
+    /// for benchmarks that replay the same requests from elsewhere (linkcond-bench's libmnl floor).
+    public func datagram(for changes: [TrafficControlChange], readingBack: Bool) throws(RouteNetlinkError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for change in changes {
+            let message = message(change, index: try resolve(change.interface).0)
+            message.flags |= UInt16(NLM_F_REQUEST | NLM_F_ACK)
+            bytes += try Self.finish(message)
+        }
+        if readingBack {
+            let dump = QdiscRequest.dump()
+            dump.flags |= UInt16(NLM_F_REQUEST | NLM_F_DUMP)
+            bytes += try Self.finish(dump)
+        }
+        return bytes
+    }
+
+    private static func finish(_ message: NetlinkMessageBuilder) throws(RouteNetlinkError) -> [UInt8] {
+        do {
+            return try message.finish()
+        } catch {
+            throw .netlink(error)
+        }
+    }
+
     private func exchange(_ changes: [TrafficControlChange], indexes: [String: Int32], readingBack: Bool) throws(RouteNetlinkError) -> TrafficControlReply {
         var requests = changes.map { change in
             NetlinkRequest(message(change, index: indexes[change.interface]!), operation: operation(change))

@@ -126,16 +126,6 @@ final class FloorSocket {
     }
 }
 
-/// Requests laid end to end as a connection sends them (flags of their answers added).
-func batchBytes(_ requests: [(NetlinkMessageBuilder, NetlinkRequest.Answer)]) throws -> [UInt8] {
-    var bytes: [UInt8] = []
-    for (message, answer) in requests {
-        message.flags |= answer == .dump ? UInt16(1 | 0x300) : UInt16(1 | 4)  // NLM_F_REQUEST | NLM_F_DUMP / NLM_F_ACK
-        bytes += try message.finish()
-    }
-    return bytes
-}
-
 enum NetlinkBench {
     static let profilesDirectory = ProcessInfo.processInfo.environment["LINKCOND_PROFILES"] ?? FileManager.default.currentDirectoryPath + "/profiles"
 
@@ -183,17 +173,16 @@ enum NetlinkBench {
         let router = try FloorSocket(NamedNamespace(existing: floor.topology.routerNamespace))
         func handle(_ major: UInt16) -> TrafficControlHandle { TrafficControlHandle(major: major, minor: 0) }
         // After edge: 1:, 10:, 20:. Round k grafts the other handles with the other profile's parameters.
+        let clientIndexes = RouteNetlinkClient(connection: try NetlinkConnection(), namespace: nil, interfaceIndexes: SandboxPlan.interfaceIndexes)
         var batches: [([UInt8], [UInt8])] = []
         for (round, plan) in [(1, plans[1]), (0, plans[0])] {
-            let up = try batchBytes([
-                (QdiscRequest.replace(interfaceIndex: 20, handle: handle(round == 1 ? 0x11 : 0x10), parent: TrafficControlHandle(major: 1, minor: 1), options: .netem(plan.0, clock: clock), graft: true), .ack),
-                (QdiscRequest.replace(interfaceIndex: 20, handle: handle(round == 1 ? 0x21 : 0x20), parent: TrafficControlHandle(major: 1, minor: 2), options: .netem(plan.1, clock: clock), graft: true), .ack),
-                (QdiscRequest.dump(), .dump),
-            ])
-            let down = try batchBytes([
-                (QdiscRequest.replace(interfaceIndex: 21, handle: handle(round == 1 ? 2 : 1), parent: .root, options: .netem(plan.2, clock: clock), graft: true), .ack),
-                (QdiscRequest.dump(), .dump),
-            ])
+            let up = try clientIndexes.datagram(for: [
+                .replaceQdisc(interface: "wl0", handle: handle(round == 1 ? 0x11 : 0x10), parent: TrafficControlHandle(major: 1, minor: 1), options: .netem(plan.0, clock: clock), graft: true),
+                .replaceQdisc(interface: "wl0", handle: handle(round == 1 ? 0x21 : 0x20), parent: TrafficControlHandle(major: 1, minor: 2), options: .netem(plan.1, clock: clock), graft: true),
+            ], readingBack: true)
+            let down = try clientIndexes.datagram(for: [
+                .replaceQdisc(interface: "c-wl0", handle: handle(round == 1 ? 2 : 1), parent: .root, options: .netem(plan.2, clock: clock), graft: true),
+            ], readingBack: true)
             batches.append((up, down))
         }
         var floorTimes: [Double] = []
@@ -342,8 +331,8 @@ enum NetlinkBench {
         let floorA = try FloorSocket(a), floorB = try FloorSocket(b)
         var floor: [Double] = []
         for k in 0..<iterations {
-            var one = try batchBytes([(QdiscRequest.replace(interfaceIndex: indexA, handle: handle(k + iterations), parent: .root, options: options(k), graft: true), .ack), (QdiscRequest.dump(), .dump)])
-            var two = try batchBytes([(QdiscRequest.replace(interfaceIndex: indexB, handle: handle(k + iterations), parent: .root, options: options(k), graft: true), .ack), (QdiscRequest.dump(), .dump)])
+            var one = try fast.datagram(for: [.replaceQdisc(interface: "wl0", handle: handle(k + iterations), parent: .root, options: options(k), graft: true)], readingBack: true)
+            var two = try fastB.datagram(for: [.replaceQdisc(interface: "c-wl0", handle: handle(k + iterations), parent: .root, options: options(k), graft: true)], readingBack: true)
             let start = now()
             _ = floorA.exchange(&one)
             _ = floorB.exchange(&two)
