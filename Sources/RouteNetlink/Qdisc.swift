@@ -3,8 +3,10 @@ import Netlink
 
 /// A traffic-control handle `MAJOR:MINOR`, as `tc` writes it (`1:`, `1:10`, `root`).
 public struct TrafficControlHandle: Hashable, Sendable, CustomStringConvertible {
+    /// The value as the kernel sends it.
     public var rawValue: UInt32
 
+    /// A value with these fields.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// `MAJOR:MINOR`.
     public init(major: UInt16, minor: UInt16) { rawValue = UInt32(major) << 16 | UInt32(minor) }
@@ -14,9 +16,12 @@ public struct TrafficControlHandle: Hashable, Sendable, CustomStringConvertible 
     /// `TC_H_UNSPEC`: let the kernel choose.
     public static let unspecified = TrafficControlHandle(rawValue: 0)
 
+    /// The major number (`1` of `1:2`).
     public var major: UInt16 { UInt16(rawValue >> 16) }
+    /// The minor number (`2` of `1:2`).
     public var minor: UInt16 { UInt16(rawValue & 0xffff) }
 
+    /// The text `ip`/`tc` would show for it.
     public var description: String {
         if self == .root { return "root" }
         let majorText = String(major, radix: 16)
@@ -26,24 +31,35 @@ public struct TrafficControlHandle: Hashable, Sendable, CustomStringConvertible 
 
 /// Counters the kernel keeps for a qdisc (`TCA_STATS2`: basic and queue statistics).
 public struct QdiscStatistics: Sendable, Equatable {
+    /// Bytes sent.
     public var bytes: UInt64 = 0
+    /// Packets sent.
     public var packets: UInt32 = 0
+    /// Packets dropped.
     public var drops: UInt32 = 0
+    /// Times a packet was held back by a limit.
     public var overlimits: UInt32 = 0
+    /// Bytes queued.
     public var backlogBytes: UInt32 = 0
+    /// Packets queued.
     public var queueLength: UInt32 = 0
+    /// Values that change nothing (netem's defaults; no counters yet).
     public init() {}
 }
 
 /// A qdisc as `tc -s qdisc show` reports it, decoded from `RTM_NEWQDISC`.
 public struct Qdisc: Sendable, Equatable {
+    /// `tcm_ifindex`: the interface.
     public var interfaceIndex: Int32
+    /// `tcm_handle`.
     public var handle: TrafficControlHandle
+    /// `tcm_parent`.
     public var parent: TrafficControlHandle
     /// `TCA_KIND`: `netem`, `tbf`, `htb`, `pfifo_fast`, `noqueue`…
     public var kind: String
     /// The raw `TCA_OPTIONS` payload; kind-specific decoders read it.
     public var options: [UInt8]
+    /// `TCA_STATS2`: the counters.
     public var statistics: QdiscStatistics
 
     /// Decodes an `RTM_NEWQDISC` message.

@@ -5,10 +5,12 @@ import Netlink
 public struct U32Key: Sendable, Equatable {
     /// Mask, as the value of the 32-bit big-endian word.
     public var mask: UInt32
+    /// The value the masked word must have, as the value of the big-endian word.
     public var value: UInt32
     /// Byte offset from the network header.
     public var offset: Int32
 
+    /// A value with these fields.
     public init(mask: UInt32, value: UInt32, offset: Int32) {
         self.mask = mask
         self.value = value & mask
@@ -96,11 +98,17 @@ public struct U32Filter: Sendable, Equatable, CustomStringConvertible {
 
 /// A classifier as `tc filter show` reports it, decoded from `RTM_NEWTFILTER`.
 public struct TrafficFilter: Sendable, Equatable {
+    /// `tcm_ifindex`: the interface.
     public var interfaceIndex: Int32
+    /// `tcm_parent`.
     public var parent: TrafficControlHandle
+    /// `tcm_handle`.
     public var handle: UInt32
+    /// `prio`.
     public var priority: UInt16
+    /// `protocol`, in host byte order.
     public var protocolNumber: UInt16
+    /// `TCA_KIND` (`u32`…).
     public var kind: String
     /// `TCA_U32_CLASSID` for u32 filters with a target.
     public var classID: TrafficControlHandle?
