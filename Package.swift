@@ -4,8 +4,10 @@ import PackageDescription
 // Layers, lowest first. A target imports only targets of lower layers (scripts/check-structure checks it);
 // targets on one line are one layer and never import each other.
 //   CMnl, CSpawn, CPacket (C)   libmnl and kernel headers; fork/setns/exec; packet-socket shims
+//   CNetlinkFloor (C)       the benchmark's raw-libmnl floor
 //   LinkcondBase, JSONDocument   addresses, sockets, clock, DNS wire format, the sandbox plan; strict JSON
 //   Netlink                 generic netlink over libmnl
+//   NetlinkTesting          a fake byte transport, for tests above netlink
 //   RouteNetlink, NetNamespace   typed rtnetlink; named namespaces
 //   Profiles                the profile model, reader, validation and catalog (no kernel)
 //   LinkEmulation           the userspace engine's impairment model (no sockets)
@@ -42,6 +44,10 @@ let package = Package(
         .target(name: "CSpawn"),
         .target(name: "LinkcondBase"),
         .target(name: "Netlink", dependencies: ["CMnl"]),
+        // For tests only: a fake byte transport and encoders of kernel replies (no product links it).
+        .target(name: "NetlinkTesting", dependencies: ["Netlink", "CMnl"]),
+        // For linkcond-bench only: the same requests sent with raw libmnl from C, the floor to compare with.
+        .target(name: "CNetlinkFloor", dependencies: ["CMnl"]),
         .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase"]),
         .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
         .target(name: "Responders", dependencies: ["LinkcondBase"]),
@@ -65,14 +71,18 @@ let package = Package(
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
         .executableTarget(
             name: "linkcond-bench",
-            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing", "CNetlinkFloor", "CMnl"]),
 
-        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "CMnl"]),
+        .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
         .testTarget(
             name: "RouteNetlinkTests",
-            dependencies: ["RouteNetlink", "Netlink", "CMnl", "LinkcondBase"],
+            dependencies: ["RouteNetlink", "Netlink", "NetlinkTesting", "CMnl", "LinkcondBase"],
             resources: [.copy("Fixtures")]
         ),
+        // The netem backend's netlink conversation, over the fake transport (no root needed).
+        .testTarget(
+            name: "NetemNetlinkTests",
+            dependencies: ["Conditioning", "Profiles", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),

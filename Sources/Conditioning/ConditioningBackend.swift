@@ -32,14 +32,17 @@ public struct ApplyReport: Sendable, Codable, Equatable {
     public var duration: Double
     /// Requests sent (netlink requests for netem, control messages for the engine), counted.
     public var requests: Int
+    /// Datagrams or messages sent: round trips.
+    public var roundTrips: Int
 
     /// A report of `profile` put on `sites` by `backend`.
-    public init(profile: String, backend: BackendKind, sites: [ConditionSite], duration: Double, requests: Int) {
+    public init(profile: String, backend: BackendKind, sites: [ConditionSite], duration: Double, requests: Int, roundTrips: Int) {
         self.profile = profile
         self.backend = backend
         self.sites = sites
         self.duration = duration
         self.requests = requests
+        self.roundTrips = roundTrips
     }
 }
 

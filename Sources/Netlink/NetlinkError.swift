@@ -24,6 +24,7 @@ public struct NetlinkError: Error, Sendable, Equatable, CustomStringConvertible 
         case overflow
     }
 
+    /// What kind of failure this is.
     public var kind: Kind
     /// The operation, e.g. `ip link add wl0 type veth peer name c-wl0`.
     public var operation: String
@@ -36,6 +37,7 @@ public struct NetlinkError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Extra detail for malformed replies.
     public var detail: String?
 
+    /// A value with these fields.
     public init(
         kind: Kind, operation: String, errno: Int32 = 0, kernelMessage: String? = nil,
         kernelOffset: UInt32? = nil, detail: String? = nil
@@ -60,6 +62,7 @@ public struct NetlinkError: Error, Sendable, Equatable, CustomStringConvertible 
         errno == 0 ? nil : String(cString: strerror(errno))
     }
 
+    /// The text `ip`/`tc` would show for it.
     public var description: String {
         var text = "\(operation): "
         switch kind {

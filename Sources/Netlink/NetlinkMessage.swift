@@ -16,6 +16,7 @@ public struct NetlinkMessage: Sendable, Equatable {
     /// The bytes after the header, without trailing alignment padding.
     public var payload: [UInt8]
 
+    /// A value with these fields.
     public init(type: UInt16, flags: UInt16 = 0, sequence: UInt32 = 0, portID: UInt32 = 0, payload: [UInt8] = []) {
         self.type = type
         self.flags = flags

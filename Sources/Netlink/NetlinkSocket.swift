@@ -1,12 +1,13 @@
 import CMnl
 import Glibc
+import Synchronization
 
 /// How a ``NetlinkConnection`` moves bytes: a real libmnl socket, or a fake in tests (so the framing,
 /// sequence checks and error decoding run unchanged in unit tests).
 public protocol NetlinkTransport: AnyObject {
     /// The port id the kernel assigned to this socket.
     var portID: UInt32 { get }
-    /// Sends one request datagram.
+    /// Sends one datagram (one request, or a batch of requests laid end to end).
     func send(_ bytes: [UInt8]) throws(NetlinkError)
     /// Receives one datagram (blocking).
     func receive() throws(NetlinkError) -> [UInt8]
@@ -14,6 +15,8 @@ public protocol NetlinkTransport: AnyObject {
 
 /// A libmnl netlink socket, owned: opened on init, closed on deinit.
 ///
+/// - The socket is close-on-exec (`mnl_socket_open2(…, SOCK_CLOEXEC)`), so processes linkcond starts
+///   (the sandbox server, `linkcond exec`) never inherit it.
 /// - The port id is chosen by the kernel (`MNL_SOCKET_AUTOPID`), never the process id, so several sockets
 ///   can coexist in one process.
 /// - Extended acks (`NETLINK_EXT_ACK`) and capped acks (`NETLINK_CAP_ACK`) are on, so refusals carry the
@@ -22,19 +25,30 @@ public protocol NetlinkTransport: AnyObject {
 ///   buffer is raised so that bursts of events are not lost.
 ///
 /// A socket belongs to the network namespace of the thread that opened it, for its whole life; see
-/// `NetNamespace` for opening one inside a namespace.
+/// `NetNamespace` for opening one inside a namespace. There is no `ip`/`tc` equivalent: every `ip` and
+/// `tc` command opens one of these (`rtnl_open`).
 public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
+    // @unchecked: `handle` is set once and every libmnl call on it is a system call on its descriptor,
+    // safe from any thread; the one piece of mutable state, the receive buffer, is behind a Mutex.
     private let handle: OpaquePointer
+    /// The port id the kernel assigned (`nl_pid` of the bound address).
     public let portID: UInt32
-    private let receiveBuffer: UnsafeMutableRawBufferPointer
-    // `receiveBuffer` is shared state: one receiver at a time (NetlinkConnection serialises).
+    private let receiveBuffer: Mutex<ReceiveBuffer>
+
+    /// Memory a datagram is received into, owned by one socket and used by one receiver at a time.
+    private struct ReceiveBuffer: ~Copyable {
+        let storage: UnsafeMutableRawBufferPointer
+        init(capacity: Int) { storage = .allocate(byteCount: capacity, alignment: 8) }
+        deinit { storage.deallocate() }
+    }
 
     /// The receive buffer size used for each datagram.
     public static let datagramCapacity = 65_536
 
-    /// Opens and binds a socket of `family` (default `NETLINK_ROUTE`), joined to no multicast group.
+    /// Opens and binds a close-on-exec socket of `family` (default `NETLINK_ROUTE`), joined to no
+    /// multicast group, with a kernel receive buffer of `receiveBufferBytes`.
     public init(family: Int32 = NETLINK_ROUTE, receiveBufferBytes: Int32 = 1 << 20) throws(NetlinkError) {
-        guard let handle = mnl_socket_open(family) else {
+        guard let handle = mnl_socket_open2(family, Int32(SOCK_CLOEXEC.rawValue)) else {
             throw NetlinkError(kind: .system, operation: "open netlink socket", errno: Glibc.errno)
         }
         self.handle = handle
@@ -44,7 +58,7 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
             throw NetlinkError(kind: .system, operation: "bind netlink socket", errno: code)
         }
         portID = mnl_socket_get_portid(handle)
-        receiveBuffer = .allocate(byteCount: Self.datagramCapacity, alignment: 8)
+        receiveBuffer = Mutex(ReceiveBuffer(capacity: Self.datagramCapacity))
         var one: Int32 = 1
         // Both are best effort: kernels older than 4.12 lack EXT_ACK; errors then carry only errno.
         _ = mnl_socket_setsockopt(handle, NETLINK_EXT_ACK, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -55,13 +69,15 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
 
     deinit {
         mnl_socket_close(handle)
-        receiveBuffer.deallocate()
     }
 
     /// The socket's file descriptor (for poll/select; owned by this object).
     public var fileDescriptor: Int32 { mnl_socket_get_fd(handle) }
 
-    /// Joins a multicast group, e.g. `RTNLGRP_LINK` (`NETLINK_ADD_MEMBERSHIP`).
+    /// True when the descriptor has `FD_CLOEXEC` set (it always should).
+    public var isCloseOnExec: Bool { fcntl(fileDescriptor, F_GETFD) & FD_CLOEXEC != 0 }
+
+    /// Joins a multicast group, e.g. `RTNLGRP_LINK` (`NETLINK_ADD_MEMBERSHIP`); what `ip monitor` does.
     public func join(group: UInt32) throws(NetlinkError) {
         var value = group
         if mnl_socket_setsockopt(handle, NETLINK_ADD_MEMBERSHIP, &value, socklen_t(MemoryLayout<UInt32>.size)) < 0 {
@@ -79,6 +95,7 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
         _ = setsockopt(fileDescriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
+    /// Sends one datagram to the kernel (`mnl_socket_sendto`), retrying on `EINTR`.
     public func send(_ bytes: [UInt8]) throws(NetlinkError) {
         while true {
             let sent = bytes.withUnsafeBytes { mnl_socket_sendto(handle, $0.baseAddress, $0.count) }
@@ -88,23 +105,27 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
         }
     }
 
+    /// Receives one datagram (`mnl_socket_recvfrom`), retrying on `EINTR`. Concurrent receivers take
+    /// turns on the buffer; each gets whole datagrams.
     public func receive() throws(NetlinkError) -> [UInt8] {
-        while true {
-            let received = mnl_socket_recvfrom(handle, receiveBuffer.baseAddress, receiveBuffer.count)
-            if received >= 0 {
-                return Array(UnsafeRawBufferPointer(rebasing: receiveBuffer[0..<received]))
-            }
-            let code = Glibc.errno
-            switch code {
-            case EINTR: continue
-            case ENOBUFS:
-                throw NetlinkError(kind: .overrun, operation: "receive netlink messages", errno: code)
-            case ENOSPC:
-                throw NetlinkError(
-                    kind: .malformed, operation: "receive netlink messages", errno: code,
-                    detail: "a datagram was larger than \(Self.datagramCapacity) bytes and was truncated")
-            default:
-                throw NetlinkError(kind: .system, operation: "receive netlink messages", errno: code)
+        try receiveBuffer.withLock { (buffer: inout ReceiveBuffer) throws(NetlinkError) -> [UInt8] in
+            while true {
+                let received = mnl_socket_recvfrom(handle, buffer.storage.baseAddress, buffer.storage.count)
+                if received >= 0 {
+                    return Array(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<received]))
+                }
+                let code = Glibc.errno
+                switch code {
+                case EINTR: continue
+                case ENOBUFS:
+                    throw NetlinkError(kind: .overrun, operation: "receive netlink messages", errno: code)
+                case ENOSPC:
+                    throw NetlinkError(
+                        kind: .malformed, operation: "receive netlink messages", errno: code,
+                        detail: "a datagram was larger than \(Self.datagramCapacity) bytes and was truncated")
+                default:
+                    throw NetlinkError(kind: .system, operation: "receive netlink messages", errno: code)
+                }
             }
         }
     }

@@ -5,7 +5,9 @@ import CMnl
 
 /// A route's type (`rtm_type`).
 public struct RouteType: RawRepresentable, Hashable, Sendable, Codable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt8
+    /// A value with these fields.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// A gateway or direct route. `RTN_UNICAST`.
     public static let unicast = RouteType(rawValue: UInt8(RTN_UNICAST))
@@ -19,7 +21,9 @@ public struct RouteType: RawRepresentable, Hashable, Sendable, Codable {
 
 /// How far an address or route reaches (`rtm_scope`, `ifa_scope`).
 public struct RouteScope: RawRepresentable, Hashable, Sendable, Codable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt8
+    /// A value with these fields.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Everywhere. `RT_SCOPE_UNIVERSE`.
     public static let universe = RouteScope(rawValue: UInt8(RT_SCOPE_UNIVERSE.rawValue))
@@ -33,7 +37,9 @@ public struct RouteScope: RawRepresentable, Hashable, Sendable, Codable {
 
 /// A routing table's number (`RTA_TABLE`).
 public struct RouteTable: RawRepresentable, Hashable, Sendable, Codable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt32
+    /// A value with these fields.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// The table `ip route` shows by default. `RT_TABLE_MAIN`.
     public static let main = RouteTable(rawValue: UInt32(RT_TABLE_MAIN.rawValue))
@@ -43,7 +49,9 @@ public struct RouteTable: RawRepresentable, Hashable, Sendable, Codable {
 
 /// Who installed a route (`rtm_protocol`).
 public struct RouteProtocol: RawRepresentable, Hashable, Sendable, Codable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt8
+    /// A value with these fields.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     /// The kernel itself (prefix routes). `RTPROT_KERNEL`.
     public static let kernel = RouteProtocol(rawValue: UInt8(RTPROT_KERNEL))
@@ -55,7 +63,9 @@ public struct RouteProtocol: RawRepresentable, Hashable, Sendable, Codable {
 
 /// Interface flags (`ifi_flags`).
 public struct LinkFlags: OptionSet, Hashable, Sendable, Codable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt32
+    /// A value with these fields.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Set up by the administrator. `IFF_UP`.
     public static let up = LinkFlags(rawValue: UInt32(IFF_UP.rawValue))
@@ -67,7 +77,9 @@ public struct LinkFlags: OptionSet, Hashable, Sendable, Codable {
 
 /// Address flags (`IFA_FLAGS`).
 public struct AddressFlags: OptionSet, Hashable, Sendable, Codable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt32
+    /// A value with these fields.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// IPv6 duplicate address detection has not finished. `IFA_F_TENTATIVE`.
     public static let tentative = AddressFlags(rawValue: UInt32(IFA_F_TENTATIVE))
@@ -83,7 +95,9 @@ public struct AddressFlags: OptionSet, Hashable, Sendable, Codable {
 
 /// An interface's hardware type (`ifi_type`, the ARP hardware type).
 public struct HardwareType: RawRepresentable, Hashable, Sendable, Codable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt16
+    /// A value with these fields.
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     /// Ethernet (veth, wired and wifi devices). `ARPHRD_ETHER`.
     public static let ether = HardwareType(rawValue: UInt16(ARPHRD_ETHER))
@@ -99,7 +113,9 @@ public struct HardwareType: RawRepresentable, Hashable, Sendable, Codable {
 
 /// An Ethernet protocol number (what `tc filter … protocol` takes, in host byte order).
 public struct EtherType: RawRepresentable, Hashable, Sendable, Codable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt16
+    /// A value with these fields.
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     /// IPv4. `ETH_P_IP`.
     public static let ipv4 = EtherType(rawValue: 0x0800)

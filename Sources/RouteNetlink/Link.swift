@@ -5,6 +5,7 @@ import Netlink
 public enum OperationalState: UInt8, Sendable, Codable, CustomStringConvertible {
     case unknown = 0, notPresent = 1, down = 2, lowerLayerDown = 3, testing = 4, dormant = 5, up = 6
 
+    /// The text `ip`/`tc` would show for it.
     public var description: String {
         switch self {
         case .unknown: "UNKNOWN"
@@ -41,6 +42,7 @@ public struct Link: Sendable, Equatable {
     /// `IFLA_LINK`: for a veth, the peer's index (in the peer's namespace).
     public var linkIndex: Int32?
 
+    /// A value with these fields.
     public init(
         index: Int32, name: String, kind: String? = nil, flags: LinkFlags = [], hardwareType: HardwareType = .ether,
         operationalState: OperationalState = .unknown, carrier: Bool = false, mtu: UInt32 = 0,

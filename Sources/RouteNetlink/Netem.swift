@@ -27,11 +27,16 @@ public enum NetemLossModel: Sendable, Equatable {
 
 /// `slot MIN [MAX] [packets N] [bytes N]`: packets leave in bursts ("slots"), as on Wi-Fi or cellular.
 public struct NetemSlot: Sendable, Equatable {
+    /// Shortest wait between slots, in nanoseconds.
     public var minDelay: Int64
+    /// Longest wait between slots, in nanoseconds.
     public var maxDelay: Int64
+    /// Packets per slot at most (`packets`), 0 for no limit.
     public var maxPackets: Int32
+    /// Bytes per slot at most (`bytes`), 0 for no limit.
     public var maxBytes: Int32
 
+    /// A value with these fields.
     public init(minDelay: Int64, maxDelay: Int64, maxPackets: Int32 = 0, maxBytes: Int32 = 0) {
         self.minDelay = minDelay
         self.maxDelay = maxDelay
@@ -54,17 +59,27 @@ public struct NetemParameters: Sendable, Equatable {
     public var loss: UInt32 = 0
     /// `gap`: with reordering, every gap-th packet is sent at once.
     public var gap: UInt32 = 0
+    /// Duplication probability (scaled).
     public var duplicate: UInt32 = 0
+    /// Correlation of successive delays (scaled).
     public var delayCorrelation: UInt32 = 0
+    /// Correlation of successive losses (scaled).
     public var lossCorrelation: UInt32 = 0
+    /// Correlation of successive duplications (scaled).
     public var duplicateCorrelation: UInt32 = 0
+    /// Probability that a packet is sent at once, out of order (scaled).
     public var reorder: UInt32 = 0
+    /// Correlation of successive reorderings (scaled).
     public var reorderCorrelation: UInt32 = 0
+    /// Probability of a one-bit corruption (scaled).
     public var corrupt: UInt32 = 0
+    /// Correlation of successive corruptions (scaled).
     public var corruptCorrelation: UInt32 = 0
     /// Mark packets with ECN CE instead of dropping them.
     public var ecn = false
+    /// Slotted sending (`slot …`), nil for none.
     public var slot: NetemSlot?
+    /// A loss model instead of random loss, nil for none.
     public var lossModel: NetemLossModel?
     /// Rate limit in bytes per second (`rate`); nil for none.
     public var rate: UInt64?
@@ -72,6 +87,7 @@ public struct NetemParameters: Sendable, Equatable {
     /// not read back by the kernel.
     public var distribution: [Int16]?
 
+    /// Values that change nothing (netem's defaults; no counters yet).
     public init() {}
 }
 

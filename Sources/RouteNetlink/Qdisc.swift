@@ -3,8 +3,10 @@ import Netlink
 
 /// A traffic-control handle `MAJOR:MINOR`, as `tc` writes it (`1:`, `1:10`, `root`).
 public struct TrafficControlHandle: Hashable, Sendable, CustomStringConvertible {
+    /// The value as the kernel sends it.
     public var rawValue: UInt32
 
+    /// A value with these fields.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// `MAJOR:MINOR`.
     public init(major: UInt16, minor: UInt16) { rawValue = UInt32(major) << 16 | UInt32(minor) }
@@ -14,9 +16,12 @@ public struct TrafficControlHandle: Hashable, Sendable, CustomStringConvertible 
     /// `TC_H_UNSPEC`: let the kernel choose.
     public static let unspecified = TrafficControlHandle(rawValue: 0)
 
+    /// The major number (`1` of `1:2`).
     public var major: UInt16 { UInt16(rawValue >> 16) }
+    /// The minor number (`2` of `1:2`).
     public var minor: UInt16 { UInt16(rawValue & 0xffff) }
 
+    /// The text `ip`/`tc` would show for it.
     public var description: String {
         if self == .root { return "root" }
         let majorText = String(major, radix: 16)
@@ -26,24 +31,35 @@ public struct TrafficControlHandle: Hashable, Sendable, CustomStringConvertible 
 
 /// Counters the kernel keeps for a qdisc (`TCA_STATS2`: basic and queue statistics).
 public struct QdiscStatistics: Sendable, Equatable {
+    /// Bytes sent.
     public var bytes: UInt64 = 0
+    /// Packets sent.
     public var packets: UInt32 = 0
+    /// Packets dropped.
     public var drops: UInt32 = 0
+    /// Times a packet was held back by a limit.
     public var overlimits: UInt32 = 0
+    /// Bytes queued.
     public var backlogBytes: UInt32 = 0
+    /// Packets queued.
     public var queueLength: UInt32 = 0
+    /// Values that change nothing (netem's defaults; no counters yet).
     public init() {}
 }
 
 /// A qdisc as `tc -s qdisc show` reports it, decoded from `RTM_NEWQDISC`.
 public struct Qdisc: Sendable, Equatable {
+    /// `tcm_ifindex`: the interface.
     public var interfaceIndex: Int32
+    /// `tcm_handle`.
     public var handle: TrafficControlHandle
+    /// `tcm_parent`.
     public var parent: TrafficControlHandle
     /// `TCA_KIND`: `netem`, `tbf`, `htb`, `pfifo_fast`, `noqueue`…
     public var kind: String
     /// The raw `TCA_OPTIONS` payload; kind-specific decoders read it.
     public var options: [UInt8]
+    /// `TCA_STATS2`: the counters.
     public var statistics: QdiscStatistics
 
     /// Decodes an `RTM_NEWQDISC` message.
@@ -92,16 +108,20 @@ public struct Qdisc: Sendable, Equatable {
 /// The rtnetlink qdisc requests linkcond sends, laid out as `tc qdisc` lays them out.
 public enum QdiscRequest {
     /// `tc qdisc replace dev IFINDEX {root | parent PARENT} handle HANDLE KIND [options]`:
-    /// `RTM_NEWQDISC` with `NLM_F_CREATE | NLM_F_REPLACE`, so conditions change in place with no moment
-    /// without a qdisc. `options` appends the kind's `TCA_OPTIONS`, if it has any.
+    /// `RTM_NEWQDISC` with `NLM_F_CREATE | NLM_F_REPLACE`, so conditions change with no moment without a
+    /// qdisc. `options` appends `TCA_KIND` and the kind's `TCA_OPTIONS`.
+    ///
+    /// With `graft: true` the request also carries `NLM_F_EXCL` (tc has no spelling for it): the kernel then
+    /// creates a new qdisc and grafts it in place of the one at `parent`, but refuses with `EEXIST`
+    /// ("Exclusivity flag on, cannot modify") to change a qdisc that has `handle` already. A graft therefore
+    /// never keeps attributes of an earlier qdisc, and a wrong guess of the current handle changes nothing.
     public static func replace(
-        interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String,
-        options: ((NetlinkMessageBuilder) -> Void)? = nil
+        interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle, options: QdiscOptions, graft: Bool = false
     ) -> NetlinkMessageBuilder {
-        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWQDISC), flags: UInt16(NLM_F_CREATE | NLM_F_REPLACE))
+        let flags = NLM_F_CREATE | NLM_F_REPLACE | (graft ? NLM_F_EXCL : 0)
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWQDISC), flags: UInt16(flags))
         message.putStruct(header(interfaceIndex: interfaceIndex, handle: handle, parent: parent))
-        message.put(UInt16(TCA_KIND), string: kind)
-        options?(message)
+        options.encode(into: message)
         return message
     }
 

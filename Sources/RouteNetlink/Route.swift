@@ -23,6 +23,7 @@ public struct Route: Sendable, Equatable {
     /// `rtm_protocol`.
     public var routingProtocol: RouteProtocol
 
+    /// A value with these fields.
     public init(
         family: AddressFamily, destination: IPPrefix? = nil, gateway: IPAddress? = nil, outputInterface: Int32? = nil,
         metric: UInt32? = nil, table: RouteTable = .main, type: RouteType = .unicast,

@@ -2,40 +2,67 @@ import CMnl
 import Glibc
 import LinkcondBase
 import Netlink
+import Synchronization
 
 /// A network namespace as the target of a request: an open descriptor of `/run/netns/NAME` and the name,
 /// for messages. The descriptor is borrowed, not owned.
 public struct NamespaceDescriptor: Sendable {
+    /// An open descriptor of `/run/netns/NAME` (`IFLA_NET_NS_FD`), borrowed.
     public var fileDescriptor: Int32
+    /// The namespace's name, for operation names (`netns NAME`).
     public var name: String
 
+    /// The namespace open as `fileDescriptor`, called `name`.
     public init(fileDescriptor: Int32, name: String) {
         self.fileDescriptor = fileDescriptor
         self.name = name
     }
 }
 
-/// Typed rtnetlink for one network namespace: links, addresses, routes and qdiscs.
+/// Typed rtnetlink for one network namespace: links, addresses, routes, qdiscs and filters.
 ///
 /// The namespace is the one the connection's socket was opened in. Every operation is one netlink request
-/// with an ack; a refusal comes back as ``RouteNetlinkError/netlink(_:)`` carrying the kernel's own words
-/// and an operation named like the equivalent `ip`/`tc` command (`ip -n lc-client link set dev wl0 up`).
+/// with an ack (or a batch of them, ``send(_:readingBack:)``); a refusal comes back as
+/// ``RouteNetlinkError/netlink(_:)`` carrying the kernel's own words and an operation named like the
+/// equivalent `ip`/`tc` command (`ip -n lc-client link set dev wl0 up`).
+///
+/// Operations name interfaces; the kernel wants indexes. An index the caller vouches for
+/// (`interfaceIndexes`, e.g. the sandbox's fixed ones) is used as it is; any other name is looked up with
+/// one `RTM_GETLINK` first. When the kernel answers `ENODEV` for a vouched-for index, the name is looked
+/// up and the request sent once more, so a stale index costs a round trip, never a wrong answer.
 public final class RouteNetlinkClient: Sendable {
     /// The connection requests go through.
     public let connection: NetlinkConnection
     /// The namespace's name (`lc-client`), or nil for the host's own namespace.
     public let namespace: String?
+    private let knownIndexes: Mutex<[String: Int32]>
 
-    public init(connection: NetlinkConnection, namespace: String?) {
+    /// A client sending on `connection`, whose socket lives in `namespace` (nil: the host's own).
+    /// `interfaceIndexes` are indexes the caller knows (name → index); they spare a look-up each.
+    public init(connection: NetlinkConnection, namespace: String?, interfaceIndexes: [String: Int32] = [:]) {
         self.connection = connection
         self.namespace = namespace
+        knownIndexes = Mutex(interfaceIndexes)
     }
 
-    private var ipPrefix: String { namespace.map { "ip -n \($0)" } ?? "ip" }
-    private var tcPrefix: String { namespace.map { "tc -n \($0)" } ?? "tc" }
-    private var namespaceText: String { namespace ?? "the host namespace" }
+    /// A client for `namespace` on the connection `connections` yields for it.
+    public convenience init(
+        namespace: String?, connections: any NetlinkConnectionFactory, interfaceIndexes: [String: Int32] = [:]
+    ) throws(RouteNetlinkError) {
+        let connection: NetlinkConnection
+        do {
+            connection = try connections.connection(namespace: namespace)
+        } catch {
+            throw .netlink(error)
+        }
+        self.init(connection: connection, namespace: namespace, interfaceIndexes: interfaceIndexes)
+    }
 
-    private func send(_ message: NetlinkMessageBuilder, _ operation: String) throws(RouteNetlinkError) {
+    var ipPrefix: String { namespace.map { "ip -n \($0)" } ?? "ip" }
+    var tcPrefix: String { namespace.map { "tc -n \($0)" } ?? "tc" }
+    var namespaceText: String { namespace ?? "the host namespace" }
+
+    func send(_ message: NetlinkMessageBuilder, _ operation: String) throws(RouteNetlinkError) {
         do {
             try connection.request(message, operation: operation)
         } catch {
@@ -43,12 +70,36 @@ public final class RouteNetlinkClient: Sendable {
         }
     }
 
-    private func dump(_ message: NetlinkMessageBuilder, _ operation: String) throws(RouteNetlinkError) -> [NetlinkMessage] {
+    func dump(_ message: NetlinkMessageBuilder, _ operation: String) throws(RouteNetlinkError) -> [NetlinkMessage] {
         do {
             return try connection.dump(message, operation: operation)
         } catch {
             throw .netlink(error)
         }
+    }
+
+    /// Sends the request `build` makes for the index of `name`. A vouched-for index the kernel does not
+    /// know (`ENODEV`) is forgotten, the name looked up, and the request sent once more.
+    func send(on name: String, _ operation: String, _ build: (Int32) -> NetlinkMessageBuilder) throws(RouteNetlinkError) {
+        let (index, vouched) = try resolve(name)
+        do {
+            try connection.request(build(index), operation: operation)
+        } catch where vouched && error.kind == .kernel && error.errno == ENODEV {
+            forget(name)
+            try send(build(try self.index(of: name)), operation)
+        } catch {
+            throw .netlink(error)
+        }
+    }
+
+    /// The index of `name` and whether it came from the vouched-for table rather than the kernel.
+    func resolve(_ name: String) throws(RouteNetlinkError) -> (Int32, Bool) {
+        if let known = knownIndexes.withLock({ $0[name] }) { return (known, true) }
+        return (try link(named: name).index, false)
+    }
+
+    func forget(_ name: String) {
+        _ = knownIndexes.withLock { $0.removeValue(forKey: name) }
     }
 
     private static func checkName(_ name: String) throws(RouteNetlinkError) {
@@ -69,12 +120,13 @@ public final class RouteNetlinkClient: Sendable {
         return links
     }
 
-    /// The link called `name`. Equivalent to `ip link show dev NAME`.
+    /// The link called `name`, asked for as iproute2 asks (one `RTM_GETLINK` by name, no ack).
+    /// Equivalent to `ip link show dev NAME`.
     public func link(named name: String) throws(RouteNetlinkError) -> Link {
         try Self.checkName(name)
         let replies: [NetlinkMessage]
         do {
-            replies = try connection.request(LinkRequest.get(name: name), operation: "\(ipPrefix) link show dev \(name)")
+            replies = try connection.get(LinkRequest.get(name: name), operation: "\(ipPrefix) link show dev \(name)")
         } catch where error.kind == .kernel && error.errno == ENODEV {
             throw .noSuchInterface(name: name, namespace: namespaceText)
         } catch {
@@ -86,9 +138,10 @@ public final class RouteNetlinkClient: Sendable {
         return try Link.decode(reply)
     }
 
-    /// The index of the link called `name`.
+    /// The index of the link called `name`: the vouched-for one, or the kernel's answer to
+    /// `ip link show dev NAME`.
     public func index(of name: String) throws(RouteNetlinkError) -> Int32 {
-        try link(named: name).index
+        try resolve(name).0
     }
 
     /// Creates a veth pair. Equivalent to
@@ -117,6 +170,11 @@ public final class RouteNetlinkClient: Sendable {
             name: name, index: index, namespaceFD: target?.fileDescriptor, peerName: peerName, peerIndex: peerIndex,
             peerNamespaceFD: peerTarget?.fileDescriptor)
         try send(message, operation)
+        // The indexes asked for are the kernel's now: ends that stay here need no look-up later.
+        knownIndexes.withLock { table in
+            if target == nil && index != 0 { table[name] = index }
+            if peerTarget == nil && peerIndex != 0 { table[peerName] = peerIndex }
+        }
     }
 
     /// Creates a link of a kind that needs no further data. Equivalent to `ip link add NAME type KIND`
@@ -128,45 +186,44 @@ public final class RouteNetlinkClient: Sendable {
 
     /// Sets a link up or down. Equivalent to `ip link set dev NAME up|down`.
     public func setLink(_ name: String, up: Bool) throws(RouteNetlinkError) {
-        let index = try index(of: name)
-        try send(LinkRequest.setUp(index: index, up), "\(ipPrefix) link set dev \(name) \(up ? "up" : "down")")
+        try send(on: name, "\(ipPrefix) link set dev \(name) \(up ? "up" : "down")") { LinkRequest.setUp(index: $0, up) }
     }
 
     /// Renames a link. Equivalent to `ip link set dev NAME name NEWNAME` (older kernels want the link down first).
     public func renameLink(_ name: String, to newName: String) throws(RouteNetlinkError) {
         try Self.checkName(newName)
-        let index = try index(of: name)
-        try send(LinkRequest.rename(index: index, to: newName), "\(ipPrefix) link set dev \(name) name \(newName)")
+        try send(on: name, "\(ipPrefix) link set dev \(name) name \(newName)") { LinkRequest.rename(index: $0, to: newName) }
+        knownIndexes.withLock { table in
+            if let index = table.removeValue(forKey: name) { table[newName] = index }
+        }
     }
 
     /// Moves a link to another namespace. Equivalent to `ip link set dev NAME netns NS`.
     public func moveLink(_ name: String, to target: NamespaceDescriptor) throws(RouteNetlinkError) {
-        let index = try index(of: name)
-        try send(
-            LinkRequest.move(index: index, toNamespaceFD: target.fileDescriptor),
-            "\(ipPrefix) link set dev \(name) netns \(target.name)")
+        try send(on: name, "\(ipPrefix) link set dev \(name) netns \(target.name)") {
+            LinkRequest.move(index: $0, toNamespaceFD: target.fileDescriptor)
+        }
+        forget(name)
     }
 
     /// Deletes a link (both ends, for a veth). Equivalent to `ip link del dev NAME`.
     public func deleteLink(_ name: String) throws(RouteNetlinkError) {
-        let index = try index(of: name)
-        try send(LinkRequest.delete(index: index), "\(ipPrefix) link del dev \(name)")
+        try send(on: name, "\(ipPrefix) link del dev \(name)") { LinkRequest.delete(index: $0) }
+        forget(name)
     }
 
     // MARK: Addresses
 
     /// Adds an address. Equivalent to `ip addr add PREFIX dev NAME [nodad]`.
     public func addAddress(_ prefix: IPPrefix, to name: String, noDAD: Bool = false) throws(RouteNetlinkError) {
-        let index = try index(of: name)
-        try send(
-            AddressRequest.add(prefix, interfaceIndex: index, noDAD: noDAD),
-            "\(ipPrefix) addr add \(prefix) dev \(name)\(noDAD ? " nodad" : "")")
+        try send(on: name, "\(ipPrefix) addr add \(prefix) dev \(name)\(noDAD ? " nodad" : "")") {
+            AddressRequest.add(prefix, interfaceIndex: $0, noDAD: noDAD)
+        }
     }
 
     /// Removes an address. Equivalent to `ip addr del PREFIX dev NAME`.
     public func deleteAddress(_ prefix: IPPrefix, from name: String) throws(RouteNetlinkError) {
-        let index = try index(of: name)
-        try send(AddressRequest.delete(prefix, interfaceIndex: index), "\(ipPrefix) addr del \(prefix) dev \(name)")
+        try send(on: name, "\(ipPrefix) addr del \(prefix) dev \(name)") { AddressRequest.delete(prefix, interfaceIndex: $0) }
     }
 
     /// Every address in the namespace. Equivalent to `ip addr show`.
@@ -202,20 +259,18 @@ public final class RouteNetlinkClient: Sendable {
     /// A default route is given as `destination: nil` and takes its family from the gateway.
     public func addRoute(destination: IPPrefix?, gateway: IPAddress?, interface name: String, metric: UInt32? = nil) throws(RouteNetlinkError) {
         let family = try Self.family(destination, gateway)
-        let index = try index(of: name)
-        try send(
-            RouteRequest.add(destination: destination, gateway: gateway, interfaceIndex: index, metric: metric, family: family),
-            routeText("add", destination, gateway, name, metric, family))
+        try send(on: name, routeText("add", destination, gateway, name, metric, family)) {
+            RouteRequest.add(destination: destination, gateway: gateway, interfaceIndex: $0, metric: metric, family: family)
+        }
     }
 
     /// Deletes a route from table main. Equivalent to
     /// `ip route del {default | PREFIX} [via GATEWAY] dev NAME [metric METRIC]`.
     public func deleteRoute(destination: IPPrefix?, gateway: IPAddress?, interface name: String, metric: UInt32? = nil) throws(RouteNetlinkError) {
         let family = try Self.family(destination, gateway)
-        let index = try index(of: name)
-        try send(
-            RouteRequest.delete(destination: destination, gateway: gateway, interfaceIndex: index, metric: metric, family: family),
-            routeText("del", destination, gateway, name, metric, family))
+        try send(on: name, routeText("del", destination, gateway, name, metric, family)) {
+            RouteRequest.delete(destination: destination, gateway: gateway, interfaceIndex: $0, metric: metric, family: family)
+        }
     }
 
     /// Every route of `family` in every table. Equivalent to `ip route show table all`.
@@ -227,57 +282,4 @@ public final class RouteNetlinkClient: Sendable {
         return routes
     }
 
-    // MARK: Qdiscs
-
-    /// Installs or replaces a qdisc. Equivalent to
-    /// `tc qdisc replace dev NAME {root | parent PARENT} handle HANDLE KIND [options]`.
-    public func replaceQdisc(
-        on name: String, handle: TrafficControlHandle, parent: TrafficControlHandle = .root, kind: String,
-        optionsText: String = "", options: ((NetlinkMessageBuilder) -> Void)? = nil
-    ) throws(RouteNetlinkError) {
-        let index = try index(of: name)
-        let parentText = parent == .root ? "root" : "parent \(parent)"
-        try send(
-            QdiscRequest.replace(interfaceIndex: index, handle: handle, parent: parent, kind: kind, options: options),
-            "\(tcPrefix) qdisc replace dev \(name) \(parentText) handle \(handle) \(kind)\(optionsText.isEmpty ? "" : " " + optionsText)")
-    }
-
-    /// Removes the root qdisc of a link (the kernel puts its default back). Equivalent to
-    /// `tc qdisc del dev NAME root`.
-    public func deleteRootQdisc(on name: String) throws(RouteNetlinkError) {
-        let index = try index(of: name)
-        try send(QdiscRequest.delete(interfaceIndex: index), "\(tcPrefix) qdisc del dev \(name) root")
-    }
-
-    /// Every qdisc with its counters. Equivalent to `tc -s qdisc show`.
-    public func qdiscs() throws(RouteNetlinkError) -> [Qdisc] {
-        var qdiscs: [Qdisc] = []
-        for message in try dump(QdiscRequest.dump(), "\(tcPrefix) -s qdisc show") where message.type == UInt16(RTM_NEWQDISC) {
-            qdiscs.append(try Qdisc.decode(message))
-        }
-        return qdiscs
-    }
-
-    // MARK: Filters
-
-    /// Attaches a u32 filter. Equivalent to
-    /// `tc filter add dev NAME parent PARENT protocol P prio N u32 match … flowid CLASS`.
-    public func addFilter(_ filter: U32Filter, on name: String, parent: TrafficControlHandle) throws(RouteNetlinkError) {
-        let index = try index(of: name)
-        let protocolName = filter.protocolNumber == .ipv6 ? "ipv6" : (filter.protocolNumber == .ipv4 ? "ip" : String(filter.protocolNumber.rawValue, radix: 16))
-        try send(
-            FilterRequest.add(filter, interfaceIndex: index, parent: parent),
-            "\(tcPrefix) filter add dev \(name) parent \(parent) protocol \(protocolName) prio \(filter.priority) u32 flowid \(filter.classID)")
-    }
-
-    /// The filters attached to `parent` on a link. Equivalent to `tc filter show dev NAME parent PARENT`.
-    public func filters(on name: String, parent: TrafficControlHandle) throws(RouteNetlinkError) -> [TrafficFilter] {
-        let index = try index(of: name)
-        var filters: [TrafficFilter] = []
-        for message in try dump(FilterRequest.dump(interfaceIndex: index, parent: parent), "\(tcPrefix) filter show dev \(name) parent \(parent)")
-        where message.type == UInt16(RTM_NEWTFILTER) {
-            filters.append(try TrafficFilter.decode(message))
-        }
-        return filters
-    }
 }

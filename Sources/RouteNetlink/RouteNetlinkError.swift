@@ -17,6 +17,7 @@ public enum RouteNetlinkError: Error, Sendable, Equatable, CustomStringConvertib
         return nil
     }
 
+    /// The text `ip`/`tc` would show for it.
     public var description: String {
         switch self {
         case let .netlink(error): error.description

@@ -3,7 +3,9 @@ import Netlink
 
 /// An rtnetlink multicast group (`RTNLGRP_*`), for `NetlinkListener(groups:)`; what `ip monitor` joins.
 public struct RouteNetlinkGroup: RawRepresentable, Hashable, Sendable {
+    /// The value as the kernel sends it.
     public var rawValue: UInt32
+    /// A value with these fields.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Link changes. `RTNLGRP_LINK`.
     public static let link = RouteNetlinkGroup(rawValue: UInt32(RTNLGRP_LINK.rawValue))

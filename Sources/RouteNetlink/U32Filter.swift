@@ -5,10 +5,12 @@ import Netlink
 public struct U32Key: Sendable, Equatable {
     /// Mask, as the value of the 32-bit big-endian word.
     public var mask: UInt32
+    /// The value the masked word must have, as the value of the big-endian word.
     public var value: UInt32
     /// Byte offset from the network header.
     public var offset: Int32
 
+    /// A value with these fields.
     public init(mask: UInt32, value: UInt32, offset: Int32) {
         self.mask = mask
         self.value = value & mask
@@ -37,7 +39,7 @@ public struct U32Key: Sendable, Equatable {
 }
 
 /// A u32 classifier that sends matching packets to a class: `tc filter add … u32 match … flowid CLASS`.
-public struct U32Filter: Sendable, Equatable {
+public struct U32Filter: Sendable, Equatable, CustomStringConvertible {
     /// The packets it looks at: ``EtherType/ipv4`` or ``EtherType/ipv6`` (`protocol ip|ipv6`).
     public var protocolNumber: EtherType
     /// The filter's priority (`prio`); each protocol needs a priority of its own.
@@ -53,6 +55,24 @@ public struct U32Filter: Sendable, Equatable {
         self.priority = priority
         self.keys = keys
         self.classID = classID
+    }
+
+    /// The filter as `tc filter add` arguments, written from the encoded values:
+    /// `protocol ip prio 1 u32 match u32 0x00110000 0x00ff0000 at 8 … flowid 1:2`.
+    public var description: String {
+        let protocolName: String
+        switch protocolNumber {
+        case .ipv4: protocolName = "ip"
+        case .ipv6: protocolName = "ipv6"
+        case .all: protocolName = "all"
+        default: protocolName = "0x" + String(protocolNumber.rawValue, radix: 16)
+        }
+        func hex(_ value: UInt32) -> String {
+            let digits = String(value, radix: 16)
+            return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+        }
+        let matches = keys.map { "match u32 \(hex($0.value)) \(hex($0.mask)) at \($0.offset)" }
+        return (["protocol \(protocolName) prio \(priority) u32"] + matches + ["flowid \(classID)"]).joined(separator: " ")
     }
 
     /// Appends `TCA_KIND` "u32" and `TCA_OPTIONS` (`TCA_U32_CLASSID`, then `TCA_U32_SEL`: a
@@ -78,11 +98,17 @@ public struct U32Filter: Sendable, Equatable {
 
 /// A classifier as `tc filter show` reports it, decoded from `RTM_NEWTFILTER`.
 public struct TrafficFilter: Sendable, Equatable {
+    /// `tcm_ifindex`: the interface.
     public var interfaceIndex: Int32
+    /// `tcm_parent`.
     public var parent: TrafficControlHandle
+    /// `tcm_handle`.
     public var handle: UInt32
+    /// `prio`.
     public var priority: UInt16
+    /// `protocol`, in host byte order.
     public var protocolNumber: UInt16
+    /// `TCA_KIND` (`u32`…).
     public var kind: String
     /// `TCA_U32_CLASSID` for u32 filters with a target.
     public var classID: TrafficControlHandle?

@@ -1,7 +1,7 @@
 // linkcond-bench: linkcond's own netlink paths against the iproute2 commands peers run for the same
 // change, in one run, in a throwaway namespace. Prints a table of medians and 95th percentiles.
 //
-//   sudo .build/release/linkcond-bench [iterations]
+//   sudo .build/release/linkcond-bench [iterations] [--json]
 //
 // Nothing outside the namespace lc-bench-PID is touched; it is removed at the end.
 import Conditioning
@@ -63,7 +63,8 @@ guard geteuid() == 0 else {
     FileHandle.standardError.write(Data("linkcond-bench: needs root (it creates a throwaway network namespace)\n".utf8))
     exit(1)
 }
-let iterations = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100 : 100
+let iterations = CommandLine.arguments.dropFirst().compactMap { Int($0) }.first ?? 100
+let json = CommandLine.arguments.contains("--json")
 let name = "lc-bench-\(getpid())"
 let ip = "/usr/sbin/ip", tc = "/usr/sbin/tc"
 let namespace = try NamedNamespace.create(name)
@@ -77,6 +78,7 @@ try client.addAddress(IPPrefix("198.18.200.1/24")!, to: "b0")
 try client.addRoute(destination: nil, gateway: IPAddress("198.18.200.2")!, interface: "b0", metric: 10)
 
 var rows: [Row] = []
+var monitorMisses = 0
 
 // 1. One link change: `ip link set` as a process versus one netlink request.
 do {
@@ -92,9 +94,7 @@ do {
 }
 
 // 2. Installing conditions: netem when the kernel has it (else pfifo), replace in place.
-let hasNetem = (try? client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "netem") {
-    NetemParameters().encode(into: $0, clock: .current())
-}) != nil
+let hasNetem = (try? client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), options: .netem(NetemParameters(), clock: .current()))) != nil
 do {
     var ours: [Double] = []
     var peer: [Double] = []
@@ -107,9 +107,7 @@ do {
             parameters.rate = 30_000
             parameters.loss = NetemProbability.scaled(0.01)
             ours.append(try time {
-                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "netem") {
-                    parameters.encode(into: $0, clock: clock)
-                }
+                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), options: .netem(parameters, clock: clock))
             })
             peer.append(time {
                 _ = runProcess([tc, "-n", name, "qdisc", "replace", "dev", "b0", "root", "handle", "1:", "netem",
@@ -118,9 +116,7 @@ do {
         } else {
             let limit = UInt32(100 + index)
             ours.append(try time {
-                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), kind: "pfifo") { message in
-                    message.put(UInt16(2), structure: limit)  // TCA_OPTIONS: struct tc_fifo_qopt { __u32 limit; }
-                }
+                try client.replaceQdisc(on: "b0", handle: TrafficControlHandle(major: 1, minor: 0), options: .pfifo(limit: limit))
             })
             peer.append(time {
                 _ = runProcess([tc, "-n", name, "qdisc", "replace", "dev", "b0", "root", "handle", "1:", "pfifo", "limit", "\(limit)"])
@@ -193,8 +189,11 @@ do {
         usleep(50_000)
         let peerStart = now()
         try routerClient.setLink("c0", up: !up)
-        _ = pipe.fileHandleForReading.availableData
-        peer.append(Double(now() - peerStart) / 1000)
+        if waitReadable(pipe.fileHandleForReading.fileDescriptor, milliseconds: 2000) {
+            peer.append(Double(now() - peerStart) / 1000)
+        } else {
+            monitorMisses += 1
+        }
         process.terminate()
         process.waitUntilExit()
         try routerClient.setLink("c0", up: up)
@@ -204,19 +203,11 @@ do {
     rows.append(Row(operation: "see a carrier loss", ours: ours, peer: peer, peerName: "ip monitor link"))
 }
 
-func format(_ microseconds: Double) -> String {
-    microseconds >= 1000 ? String(format: "%8.2f ms", microseconds / 1000) : String(format: "%8.1f µs", microseconds)
+let linkcondPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("linkcond").path
+var table = rows.map { row in
+    BenchRow(
+        operation: row.operation, ours_us: Summary(row.ours), floor_us: nil, peers: Summary(row.peer).map { [row.peerName: $0] } ?? [:],
+        notes: row.operation == "see a carrier loss" && monitorMisses > 0 ? ["ip monitor printed nothing within 2 s \(monitorMisses) times"] : [])
 }
-
-print("linkcond-bench: \(iterations) iterations, kernel \(ProcessInfo.processInfo.operatingSystemVersionString)")
-print("")
-let header = "operation".padding(toLength: 38, withPad: " ", startingAt: 0) + "   linkcond median      p95    " + "peer".padding(toLength: 22, withPad: " ", startingAt: 0) + "  median       p95    speedup"
-print(header)
-print(String(repeating: "-", count: header.count))
-for row in rows {
-    let oursMedian = percentile(row.ours, 0.5)
-    let peerMedian = percentile(row.peer, 0.5)
-    print(row.operation.padding(toLength: 38, withPad: " ", startingAt: 0) + "   " + format(oursMedian) + " " + format(percentile(row.ours, 0.95))
-        + "    " + row.peerName.padding(toLength: 22, withPad: " ", startingAt: 0) + " " + format(peerMedian) + " " + format(percentile(row.peer, 0.95))
-        + String(format: "   %6.1fx", peerMedian / oursMedian))
-}
+table += try NetlinkBench.rows(iterations: iterations, hasNetem: hasNetem, linkcond: access(linkcondPath, X_OK) == 0 ? linkcondPath : nil)
+BenchOutput.print(table, json: json, header: "linkcond-bench: \(iterations) iterations, kernel \(ProcessInfo.processInfo.operatingSystemVersionString)")

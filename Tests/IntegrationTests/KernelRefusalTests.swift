@@ -62,9 +62,7 @@ final class KernelRefusalTests: IntegrationTestCase {
 
         // Replace in place with an explicit limit (struct tc_fifo_qopt { __u32 limit; } in TCA_OPTIONS = 2).
         let limit: UInt32 = 42
-        try links.replaceQdisc(on: "q0", handle: handle, kind: "pfifo", optionsText: "limit 42") { message in
-            message.put(2, bytes: withUnsafeBytes(of: limit.littleEndian) { Array($0) })
-        }
+        try links.replaceQdisc(on: "q0", handle: handle, options: .pfifo(limit: limit))
         installed = try rootQdisc(links, on: "q0")
         XCTAssertEqual(installed?.kind, "pfifo")
         XCTAssertEqual(installed?.handle, handle)

@@ -15,9 +15,7 @@ import XCTest
 /// recorded in the fixture's `# psched:` line, so a capture made on a kernel with another clock still
 /// compares exactly.
 final class TrafficControlGoldenTests: XCTestCase {
-    typealias Case = GoldenBytesTests.Case
-
-    static let requestFlags = GoldenBytesTests.requestFlags
+    typealias Case = GoldenCase
 
     static func percent(_ value: Double) -> UInt32 { NetemProbability.scaled(value / 100) }
     static let millisecond: UInt64 = 1_000_000
@@ -174,33 +172,25 @@ final class TrafficControlGoldenTests: XCTestCase {
         ),
     ]
 
-    /// The request linkcond builds for netem case `name`.
-    static func netemRequest(_ netem: NetemCase, _ fixture: Fixture, parameters: NetemParameters? = nil) throws -> NetlinkMessageBuilder {
+    /// Sends netem case `netem` through `client`, as the fixture's command does (or with `parameters`).
+    static func sendNetem(_ netem: NetemCase, _ fixture: Fixture, _ client: RouteNetlinkClient, parameters: NetemParameters? = nil) throws {
         let clock = try fixture.packetSchedulerClock
-        let parameters = try parameters ?? netem.parameters()
-        return QdiscRequest.replace(
-            interfaceIndex: try fixture.interfaceIndex, handle: netem.handle, parent: netem.parent, kind: "netem"
-        ) { parameters.encode(into: $0, clock: clock) }
+        try client.replaceQdisc(on: "x0", handle: netem.handle, parent: netem.parent, options: .netem(try parameters ?? netem.parameters(), clock: clock))
     }
 
-    /// Fixture name → how linkcond builds the same request. GoldenBytesTests.testEveryFixtureIsCovered
+    /// Fixture name → the call that sends the same request. GoldenBytesTests.testEveryFixtureIsCovered
     /// counts these too.
     static let cases: [String: Case] = {
         var cases = netemCases.mapValues { netem in
-            Case(command: netem.command, addedFlags: requestFlags) { fixture in try netemRequest(netem, fixture) }
+            Case(command: netem.command) { fixture, client in try sendNetem(netem, fixture, client) }
         }
         cases["prio-bands-2"] = Case(
-            command: "tc -n NS qdisc replace dev x0 root handle 1: prio bands 2 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
-            addedFlags: requestFlags
-        ) { fixture in
-            QdiscRequest.replace(interfaceIndex: try fixture.interfaceIndex, handle: handle1, parent: root, kind: "prio") {
-                PrioOptions(bands: 2).encode(into: $0)
-            }
+            command: "tc -n NS qdisc replace dev x0 root handle 1: prio bands 2 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+        ) { _, client in
+            try client.replaceQdisc(on: "x0", handle: handle1, options: .prio(PrioOptions(bands: 2)))
         }
         for (name, filter) in filterCases {
-            cases[name] = Case(command: filter.command, addedFlags: requestFlags) { fixture in
-                FilterRequest.add(filter.filter, interfaceIndex: try fixture.interfaceIndex, parent: handle1)
-            }
+            cases[name] = Case(command: filter.command) { _, client in try client.addFilter(filter.filter, on: "x0", parent: handle1) }
         }
         return cases
     }()
@@ -210,34 +200,11 @@ final class TrafficControlGoldenTests: XCTestCase {
 
     // MARK: Golden bytes
 
-    /// Builds `golden`'s request as it would go on the wire (fixture sequence, connection flags added).
-    static func wireBytes(_ golden: Case, _ fixture: Fixture) throws -> [UInt8] {
-        let builder = try golden.build(fixture)
-        builder.sequence = try fixture.sequence
-        builder.flags |= golden.addedFlags
-        return try builder.finish()
-    }
-
-    /// The comparison and failure report of ``GoldenBytesTests``, for this class's cases.
-    func assertMatchesIproute2(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let golden = try XCTUnwrap(Self.cases[name], "no case for fixture \(name)", file: file, line: line)
-        let fixture = try Fixture.load(name)
-        XCTAssertEqual(try fixture.command, golden.command, "\(name).txt was captured from another command", file: file, line: line)
-        let expected = try fixture.bytes
-        XCTAssertGreaterThanOrEqual(expected.count, NetlinkMessage.headerLength, "\(name).txt", file: file, line: line)
-        XCTAssertEqual(
-            expected.u32(at: 8), try fixture.sequence, "\(name).txt: the header's sequence is not the message's",
-            file: file, line: line)
-
-        let actual = try Self.wireBytes(golden, fixture)
-        assertSameRequest(actual, expected, name: name, command: golden.command, file: file, line: line)
-    }
-
     func assertGroupMatches(_ group: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let names = Self.cases.keys.filter { $0.hasPrefix(group + "-") }.sorted()
         XCTAssertFalse(names.isEmpty, "no \(group) cases", file: file, line: line)
         for name in names {
-            try assertMatchesIproute2(name, file: file, line: line)
+            try assertSendsFixture(name, Self.cases[name], file: file, line: line)
         }
     }
 
@@ -261,10 +228,9 @@ final class TrafficControlGoldenTests: XCTestCase {
         let netem = try XCTUnwrap(Self.netemCases[name])
         var parameters = try netem.parameters()
         parameters.duplicateCorrelation = Self.percent(10)
-        let builder = try Self.netemRequest(netem, fixture, parameters: parameters)
-        builder.sequence = try fixture.sequence
-        builder.flags |= Self.requestFlags
-        let actual = try builder.finish()
+        let harness = try GoldenHarness(fixture)
+        try Self.sendNetem(netem, fixture, harness.client, parameters: parameters)
+        let actual = try XCTUnwrap(harness.transport.sent.first)
 
         var expected = try fixture.bytes
         let optionsOffset = NetlinkMessage.headerLength + MemoryLayout<tcmsg>.size + netlinkAlign(4 + "netem".utf8.count + 1)
@@ -296,9 +262,7 @@ final class TrafficControlGoldenTests: XCTestCase {
     /// back. Delay and jitter travel as ticks (within one tick of the request); the distribution table is
     /// not dumped; a reorder probability without a gap goes out with gap 1, as tc sends it.
     func assertRoundTrip(_ name: String, _ parameters: NetemParameters, clock: PacketSchedulerClock, file: StaticString = #filePath, line: UInt = #line) throws {
-        let builder = QdiscRequest.replace(interfaceIndex: 3, handle: Self.handle1, parent: Self.root, kind: "netem") {
-            parameters.encode(into: $0, clock: clock)
-        }
+        let builder = QdiscRequest.replace(interfaceIndex: 3, handle: Self.handle1, parent: Self.root, options: .netem(parameters, clock: clock))
         let messages = try NetlinkMessage.parse(datagram: try builder.finish())
         XCTAssertEqual(messages.count, 1, name, file: file, line: line)
         let qdisc = try Qdisc.decode(try XCTUnwrap(messages.first, name, file: file, line: line))
@@ -334,9 +298,7 @@ final class TrafficControlGoldenTests: XCTestCase {
         parameters.jitter = 290 * Self.second + 123
         parameters.loss = Self.percent(1)
         try assertRoundTrip("300 s delay", parameters, clock: .standard)
-        let builder = QdiscRequest.replace(interfaceIndex: 3, handle: Self.handle1, parent: Self.root, kind: "netem") {
-            parameters.encode(into: $0, clock: .standard)
-        }
+        let builder = QdiscRequest.replace(interfaceIndex: 3, handle: Self.handle1, parent: Self.root, options: .netem(parameters, clock: .standard))
         let qdisc = try Qdisc.decode(try XCTUnwrap(try NetlinkMessage.parse(datagram: try builder.finish()).first))
         let decoded = try NetemParameters.decode(options: qdisc.options, clock: .standard)
         XCTAssertEqual(decoded.delay, parameters.delay)
@@ -345,9 +307,7 @@ final class TrafficControlGoldenTests: XCTestCase {
 
     func testPrioOptionsDecodeToTheOptionsEncoded() throws {
         let options = PrioOptions(bands: 2)
-        let builder = QdiscRequest.replace(interfaceIndex: 3, handle: Self.handle1, parent: Self.root, kind: "prio") {
-            options.encode(into: $0)
-        }
+        let builder = QdiscRequest.replace(interfaceIndex: 3, handle: Self.handle1, parent: Self.root, options: .prio(options))
         let qdisc = try Qdisc.decode(try XCTUnwrap(try NetlinkMessage.parse(datagram: try builder.finish()).first))
         XCTAssertEqual(try PrioOptions.decode(options: qdisc.options), options)
     }

@@ -78,7 +78,7 @@ public struct EngineBackend: ConditioningBackend {
         try sandbox.store.save(recorded)
         return ApplyReport(
             profile: profile.name, backend: .userspace, sites: applied.flatMap(sites), duration: MonotonicClock.seconds() - started,
-            requests: 1)
+            requests: 1, roundTrips: 1)
     }
 
     /// What differs between the conditions sent and those the engine reports holding on `link`.

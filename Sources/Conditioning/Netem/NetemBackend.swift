@@ -1,8 +1,7 @@
-import Profiles
-import Foundation
 import Glibc
 import LinkcondBase
-import NetNamespace
+import Netlink
+import Profiles
 import RouteNetlink
 import Sandboxing
 
@@ -18,31 +17,32 @@ import Sandboxing
 /// one. The graft is atomic, so there is never a moment without conditions, and the new qdisc starts from
 /// exactly the profile's parameters (changing a netem qdisc in place would keep attributes the request
 /// leaves out, such as an earlier rate). Packets queued in the old qdisc are dropped, as on a real
-/// network change. After installing, everything is read back and compared with what was sent.
+/// network change.
+///
+/// Each namespace gets one batch — its grafts, and a qdisc dump appended to read everything back — in
+/// one datagram, on a socket kept open across applies (``NamespaceConnectionPool``), addressed by the
+/// sandbox's fixed interface indexes. What the kernel reports is compared with what was sent; a mismatch
+/// is an error. A backend remembers the trees it installed; copies share that memory, so keep one backend
+/// per sandbox for fast switches (a new backend reads the trees first: one more round trip).
 public struct NetemBackend: ConditioningBackend {
+    /// The sandbox whose sites are conditioned.
     public let sandbox: Sandbox
+    /// The packet-scheduler clock times are converted with.
     public let clock: PacketSchedulerClock
+    /// Where connections to the sandbox's namespaces come from.
+    public let connections: any NetlinkConnectionFactory
+    private let memory = NetemMemory()
 
+    /// A backend for `sandbox` on connections kept open in a ``NamespaceConnectionPool`` of its own.
     public init(sandbox: Sandbox, clock: PacketSchedulerClock = .current()) {
-        self.sandbox = sandbox
-        self.clock = clock
+        self.init(sandbox: sandbox, clock: clock, connections: NamespaceConnectionPool())
     }
 
-    static let prioHandle = TrafficControlHandle(major: 1, minor: 0)
-    static let mainClass = TrafficControlHandle(major: 1, minor: 1)
-    static let dnsClass = TrafficControlHandle(major: 1, minor: 2)
-    static let rootHandles: [UInt16] = [1, 2]
-    static let mainLeafHandles: [UInt16] = [0x10, 0x11]
-    static let dnsLeafHandles: [UInt16] = [0x20, 0x21]
-
-    /// The u32 filters that steer DNS (port 53, UDP and TCP, IPv4 and IPv6) to the DNS band.
-    static var dnsFilters: [U32Filter] {
-        [
-            U32Filter(protocolNumber: .ipv4, priority: 1, keys: [.ipProtocol(17), .ipDestinationPort(53)], classID: dnsClass),
-            U32Filter(protocolNumber: .ipv4, priority: 2, keys: [.ipProtocol(6), .ipDestinationPort(53)], classID: dnsClass),
-            U32Filter(protocolNumber: .ipv6, priority: 3, keys: [.ip6Protocol(17), .ip6DestinationPort(53)], classID: dnsClass),
-            U32Filter(protocolNumber: .ipv6, priority: 4, keys: [.ip6Protocol(6), .ip6DestinationPort(53)], classID: dnsClass),
-        ]
+    /// A backend for `sandbox` on the connections `connections` yields (tests hand it fake ones).
+    public init(sandbox: Sandbox, clock: PacketSchedulerClock = .current(), connections: any NetlinkConnectionFactory) {
+        self.sandbox = sandbox
+        self.clock = clock
+        self.connections = connections
     }
 
     /// What ``apply(_:links:)`` did.
@@ -62,19 +62,35 @@ public struct NetemBackend: ConditioningBackend {
 
     /// The sites of this sandbox's `links` (nil: every client link).
     public func sites(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
-        ConditionSite.sites(of: sandbox.topology, cellular: try state().cellular).filter { site in
+        Self.sites(of: sandbox.topology, cellular: try state().cellular, links: links)
+    }
+
+    private static func sites(of topology: SandboxTopology, cellular: Bool, links: Set<Sandbox.ClientLink>?) -> [ConditionSite] {
+        ConditionSite.sites(of: topology, cellular: cellular).filter { site in
             links.map { $0.contains { $0.rawValue == site.link } } ?? true
         }
     }
 
-    private func client(for site: ConditionSite) throws(SandboxError) -> RouteNetlinkClient {
-        let namespace: NamedNamespace
-        do {
-            namespace = try NamedNamespace(existing: site.namespace)
-        } catch {
-            throw .notUp(name: sandbox.topology.name)
+    /// The sites grouped by namespace, in order of first appearance, each with its client.
+    private func clients(for sites: [ConditionSite]) throws(SandboxError) -> [(RouteNetlinkClient, [ConditionSite])] {
+        var groups: [(RouteNetlinkClient, [ConditionSite])] = []
+        for site in sites {
+            if let position = groups.firstIndex(where: { $0.0.namespace == site.namespace }) {
+                groups[position].1.append(site)
+                continue
+            }
+            let connection: NetlinkConnection
+            do {
+                connection = try connections.connection(namespace: site.namespace)
+            } catch where error.kind == .system && error.errno == ENOENT {
+                throw .notUp(name: sandbox.topology.name)
+            } catch {
+                throw .netlink(.netlink(error))
+            }
+            let client = RouteNetlinkClient(connection: connection, namespace: site.namespace, interfaceIndexes: SandboxPlan.interfaceIndexes)
+            groups.append((client, [site]))
         }
-        return try sandbox.netlink(namespace)
+        return groups
     }
 
     private static func wrap<T>(_ body: () throws(RouteNetlinkError) -> T) throws(SandboxError) -> T {
@@ -86,115 +102,47 @@ public struct NetemBackend: ConditioningBackend {
     }
 
     /// Puts `profile` on the sites of `links` (nil: every client link). Equivalent to a series of
-    /// `tc qdisc replace` and `tc filter add` commands in the sandbox's namespaces. The profile must have been
-    /// validated (parsing does that). Holds the sandbox's lock.
+    /// `tc qdisc replace` and `tc filter add` commands in the sandbox's namespaces, then `tc -s qdisc show`
+    /// in each. The profile must have been validated (parsing does that). Holds the sandbox's lock.
     @discardableResult
     public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
-        let lock = try sandbox.lock(for: "apply \(profile.name)")
-        defer { lock.release() }
-        let started = MonotonicClock.seconds()
         // Everything that can fail without the kernel (what netem cannot do, distribution tables) is done first.
         try Self.checkSupported(profile)
-        let uplink = try Self.wrap { () throws(RouteNetlinkError) in try NetemMapping.parameters(for: profile.uplink) }
-        let uplinkDNS = try Self.wrap { () throws(RouteNetlinkError) in
-            try NetemMapping.parameters(for: profile.uplink, extraDelay: profile.dnsDelay)
-        }
-        let downlink = try Self.wrap { () throws(RouteNetlinkError) in try NetemMapping.parameters(for: profile.downlink) }
-        let sites = try sites(links: links)
-        var requests = 0
-        for site in sites {
-            let netlink = try client(for: site)
-            switch site.direction {
-            case .downlink:
-                requests += try installRoot(downlink, on: site, netlink)
-            case .uplink:
-                requests += try installUplink(main: uplink, dns: uplinkDNS, on: site, netlink)
-            }
+        let lock = try sandbox.lock(for: "apply \(profile.name)")
+        defer { lock.release() }
+        let memory = self.memory
+        let tables = { (name: String) throws(RouteNetlinkError) -> [Int16] in try memory.distribution(name) }
+        let plan = try Self.wrap { () throws(RouteNetlinkError) in
+            NetemPlan(
+                uplink: try NetemMapping.parameters(for: profile.uplink, distributions: tables),
+                uplinkDNS: try NetemMapping.parameters(for: profile.uplink, extraDelay: profile.dnsDelay, distributions: tables),
+                downlink: try NetemMapping.parameters(for: profile.downlink, distributions: tables))
         }
         var recorded = try state()
-        recorded.conditions = SandboxState.AppliedConditions(profile: profile.name, source: profile.source, links: links.map { $0.map(\.rawValue).sorted() })
+        let sites = Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)
+        var sent = NetlinkStatistics()
+        let started = MonotonicClock.seconds()
+        for (client, group) in try clients(for: sites) {
+            let before = client.connection.statistics
+            defer { sent = sent.adding(client.connection.statistics.since(before)) }
+            try NetemInstaller(client: client, sites: group, plan: plan, clock: clock, memory: memory).install()
+        }
+        let duration = MonotonicClock.seconds() - started
+        recorded.conditions = SandboxState.AppliedConditions(
+            profile: profile.name, source: profile.source, appliedAt: Self.now(), links: links.map { $0.map(\.rawValue).sorted() })
         try sandbox.store.save(recorded)
-        return ApplyReport(profile: profile.name, backend: .netem, sites: sites, duration: MonotonicClock.seconds() - started, requests: requests)
+        return ApplyReport(
+            profile: profile.name, backend: .netem, sites: sites, duration: duration, requests: sent.requests, roundTrips: sent.datagrams)
     }
 
-    private func qdiscs(on site: ConditionSite, _ netlink: RouteNetlinkClient) throws(SandboxError) -> (Int32, [Qdisc]) {
-        try Self.wrap { () throws(RouteNetlinkError) in
-            let index = try netlink.index(of: site.interface)
-            return (index, try netlink.qdiscs().filter { $0.interfaceIndex == index })
-        }
-    }
-
-    private static func next(_ handles: [UInt16], after current: TrafficControlHandle?) -> TrafficControlHandle {
-        let major = current.map(\.major) == handles[0] ? handles[1] : handles[0]
-        return TrafficControlHandle(major: major, minor: 0)
-    }
-
-    private func installRoot(_ parameters: NetemParameters, on site: ConditionSite, _ netlink: RouteNetlinkClient) throws(SandboxError) -> Int {
-        let (_, before) = try qdiscs(on: site, netlink)
-        let root = before.first { $0.parent == .root }
-        let handle = Self.next(Self.rootHandles, after: root?.kind == "netem" ? root?.handle : nil)
-        try install(parameters, on: site, handle: handle, parent: .root, netlink)
-        try verify(parameters, on: site, handle: handle, netlink)
-        return 3
-    }
-
-    private func installUplink(main: NetemParameters, dns: NetemParameters, on site: ConditionSite, _ netlink: RouteNetlinkClient) throws(SandboxError) -> Int {
-        var requests = 1
-        let (_, before) = try qdiscs(on: site, netlink)
-        let root = before.first { $0.parent == .root }
-        let hadTree = root?.kind == "prio" && root?.handle == Self.prioHandle
-        do {
-            if !hadTree {
-                try Self.wrap { () throws(RouteNetlinkError) in
-                    try netlink.replaceQdisc(on: site.interface, handle: Self.prioHandle, kind: "prio", optionsText: "bands 2 priomap 0 … 0") {
-                        PrioOptions(bands: 2).encode(into: $0)
-                    }
-                }
-                requests += 1
-            }
-            let mainLeaf = Self.next(Self.mainLeafHandles, after: hadTree ? before.first { $0.parent == Self.mainClass }?.handle : nil)
-            let dnsLeaf = Self.next(Self.dnsLeafHandles, after: hadTree ? before.first { $0.parent == Self.dnsClass }?.handle : nil)
-            try install(main, on: site, handle: mainLeaf, parent: Self.mainClass, netlink)
-            try install(dns, on: site, handle: dnsLeaf, parent: Self.dnsClass, netlink)
-            requests += 2
-            let filters = try Self.wrap { () throws(RouteNetlinkError) in try netlink.filters(on: site.interface, parent: Self.prioHandle) }
-            requests += 1
-            let present = Set(filters.filter { $0.kind == "u32" && $0.classID == Self.dnsClass }.map(\.priority))
-            for filter in Self.dnsFilters where !present.contains(filter.priority) {
-                try Self.wrap { () throws(RouteNetlinkError) in try netlink.addFilter(filter, on: site.interface, parent: Self.prioHandle) }
-                requests += 1
-            }
-            try verify(main, on: site, handle: mainLeaf, netlink)
-            try verify(dns, on: site, handle: dnsLeaf, netlink)
-            requests += 2
-        } catch {
-            // A site that had no linkcond tree is left as it was found.
-            if !hadTree { try? netlink.deleteRootQdisc(on: site.interface) }
-            throw error
-        }
-        return requests
-    }
-
-    private func install(_ parameters: NetemParameters, on site: ConditionSite, handle: TrafficControlHandle, parent: TrafficControlHandle, _ netlink: RouteNetlinkClient) throws(SandboxError) {
-        let clock = self.clock
-        try Self.wrap { () throws(RouteNetlinkError) in
-            try netlink.replaceQdisc(on: site.interface, handle: handle, parent: parent, kind: "netem", optionsText: NetemDescription.text(of: parameters, clock: clock)) {
-                parameters.encode(into: $0, clock: clock)
-            }
-        }
-    }
-
-    /// Reads the qdisc back and compares it with what was sent; a mismatch is an error.
-    private func verify(_ sent: NetemParameters, on site: ConditionSite, handle: TrafficControlHandle, _ netlink: RouteNetlinkClient) throws(SandboxError) {
-        let (_, after) = try qdiscs(on: site, netlink)
-        guard let qdisc = after.first(where: { $0.handle == handle }), qdisc.kind == "netem" else {
-            throw .conditionsMismatch(site: site.description, differences: ["no netem qdisc \(handle) after installing it"])
-        }
-        let read = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
-        let differences = NetemDescription.differences(sent: sent, read: read, clock: clock)
-        if !differences.isEmpty {
-            throw .conditionsMismatch(site: site.description, differences: differences)
-        }
+    /// The current time in ISO 8601 (UTC, whole seconds), as the state file records it.
+    static func now() -> String {
+        var seconds = time(nil)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        var text = [CChar](repeating: 0, count: 32)
+        let length = strftime(&text, text.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
+        return String(decoding: text.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Removes the conditions from the sites of `links` (nil: every site; the kernel puts its default qdisc
@@ -205,41 +153,58 @@ public struct NetemBackend: ConditioningBackend {
         let lock = try sandbox.lock(for: "clear")
         defer { lock.release() }
         var cleared: [ConditionSite] = []
-        for site in try sites(links: links) {
-            let netlink = try client(for: site)
-            let (_, qdiscs) = try qdiscs(on: site, netlink)
-            guard let root = qdiscs.first(where: { $0.parent == .root }), root.kind == "netem" || root.kind == "prio" else { continue }
-            try Self.wrap { () throws(RouteNetlinkError) in try netlink.deleteRootQdisc(on: site.interface) }
-            cleared.append(site)
-        }
         var recorded = try state()
-        recorded.conditions = nil
+        for (client, group) in try clients(for: Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)) {
+            let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
+            for site in group {
+                memory.remember(nil, for: site)
+                let index = try Self.wrap { () throws(RouteNetlinkError) in try client.index(of: site.interface) }
+                guard let root = qdiscs.first(where: { $0.interfaceIndex == index && $0.parent == .root }),
+                    root.kind == "netem" || root.kind == "prio"
+                else { continue }
+                try Self.wrap { () throws(RouteNetlinkError) in try client.deleteRootQdisc(on: site.interface) }
+                cleared.append(site)
+            }
+        }
+        if links == nil { recorded.conditions = nil }
         try sandbox.store.save(recorded)
         return cleared
     }
 
     /// Every site's qdisc tree, decoded into profile terms, with the kernel's counters.
-    /// Equivalent to `tc -s qdisc show dev IF` on each site.
+    /// Equivalent to `tc -s qdisc show dev IF` on each site (one dump per namespace).
     public func installed() throws(SandboxError) -> [InstalledSite] {
         var result: [InstalledSite] = []
-        for site in try sites() {
-            let netlink = try client(for: site)
-            let (_, qdiscs) = try qdiscs(on: site, netlink)
-            var entries: [InstalledSite.Entry] = []
-            for qdisc in qdiscs {
-                var description: NetemDescription?
-                if qdisc.kind == "netem" {
-                    let parameters = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
-                    description = NetemDescription(parameters)
+        for (client, group) in try clients(for: try sites()) {
+            let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
+            for site in group {
+                let index = try Self.wrap { () throws(RouteNetlinkError) in try client.index(of: site.interface) }
+                var entries: [InstalledSite.Entry] = []
+                for qdisc in qdiscs where qdisc.interfaceIndex == index {
+                    var description: NetemDescription?
+                    if qdisc.kind == "netem" {
+                        let parameters = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
+                        description = NetemDescription(parameters)
+                    }
+                    entries.append(InstalledSite.Entry(
+                        kind: qdisc.kind, handle: qdisc.handle.description, parent: qdisc.parent.description, conditions: description,
+                        sentPackets: UInt64(qdisc.statistics.packets), sentBytes: qdisc.statistics.bytes,
+                        dropped: UInt64(qdisc.statistics.drops), overlimits: UInt64(qdisc.statistics.overlimits),
+                        backlogBytes: UInt64(qdisc.statistics.backlogBytes), backlogPackets: UInt64(qdisc.statistics.queueLength)))
                 }
-                entries.append(InstalledSite.Entry(
-                    kind: qdisc.kind, handle: qdisc.handle.description, parent: qdisc.parent.description, conditions: description,
-                    sentPackets: UInt64(qdisc.statistics.packets), sentBytes: qdisc.statistics.bytes,
-                    dropped: UInt64(qdisc.statistics.drops), overlimits: UInt64(qdisc.statistics.overlimits),
-                    backlogBytes: UInt64(qdisc.statistics.backlogBytes), backlogPackets: UInt64(qdisc.statistics.queueLength)))
+                result.append(InstalledSite(site: site, qdiscs: entries))
             }
-            result.append(InstalledSite(site: site, qdiscs: entries))
         }
         return result
+    }
+}
+
+extension NetlinkStatistics {
+    /// These counts plus `other`'s.
+    func adding(_ other: NetlinkStatistics) -> NetlinkStatistics {
+        var sum = self
+        sum.requests += other.requests
+        sum.datagrams += other.datagrams
+        return sum
     }
 }

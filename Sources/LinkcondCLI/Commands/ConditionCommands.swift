@@ -103,18 +103,9 @@ enum ConditionCommands {
         return 0
     }
 
+    /// The netem qdisc's conditions as tc's arguments: NetemDescription's one text.
     static func describe(_ conditions: NetemDescription) -> String {
-        var words = ["delay \(conditions.delay)"]
-        if let jitter = conditions.jitter { words.append("± \(jitter)") }
-        if let loss = conditions.loss { words.append("loss \(loss)") }
-        if let model = conditions.lossModel { words.append("loss \(model)") }
-        if let rate = conditions.rate { words.append("rate \(rate)") }
-        if let duplicate = conditions.duplicate { words.append("duplicate \(duplicate)") }
-        if let corrupt = conditions.corrupt { words.append("corrupt \(corrupt)") }
-        if let reorder = conditions.reorder { words.append("reorder \(reorder)") }
-        if let slot = conditions.slot { words.append("slot \(slot)") }
-        words.append("limit \(conditions.limit)")
-        return words.joined(separator: ", ")
+        conditions.text
     }
 
     static func profiles(_ parsed: ParsedCommand) throws -> Int32 {

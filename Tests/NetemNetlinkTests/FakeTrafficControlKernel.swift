@@ -1,0 +1,175 @@
+import CMnl
+import Glibc
+import Netlink
+import NetlinkTesting
+import RouteNetlink
+import Synchronization
+
+/// A namespace's traffic-control tables as the kernel keeps them, enough of `sch_api.c` to answer what
+/// the netem backend sends: qdisc replace (with `NLM_F_EXCL` refusing a change in place), graft under a
+/// prio class, delete, filter add, qdisc and filter dumps, and link look-ups by name. Dumps report a
+/// qdisc's `TCA_OPTIONS` as they were sent, which netem's decoder reads as it reads the kernel's.
+final class FakeTrafficControlKernel: @unchecked Sendable {
+    struct Entry: Equatable {
+        var index: Int32
+        var handle: TrafficControlHandle
+        var parent: TrafficControlHandle
+        var kind: String
+        var options: [UInt8]
+    }
+
+    struct Filter: Equatable {
+        var index: Int32
+        var parent: TrafficControlHandle
+        var info: UInt32
+        var classID: UInt32
+    }
+
+    let port: UInt32
+    private let lock = Mutex(())
+    /// Interface name → index.
+    var links: [String: Int32]
+    var qdiscs: [Entry] = []
+    var filters: [Filter] = []
+    /// Qdisc kinds the "kernel" has (`sch_netem` missing is the host's case).
+    var kinds: Set<String> = ["netem", "prio", "pfifo", "noqueue"]
+    /// Changes a stored qdisc's options, as a kernel that does not hold what it was sent.
+    var tamper: ((inout Entry) -> Void)?
+
+    init(links: [String: Int32], port: UInt32 = 0x2000) {
+        self.links = links
+        self.port = port
+    }
+
+    /// A connection over a fake transport answered by this kernel.
+    func connection(firstSequence: UInt32 = 1000) -> (NetlinkConnection, FakeTransport) {
+        let transport = FakeTransport(portID: port, answeringEachMessage: { [self] message in lock.withLock { _ in answer(message) } })
+        return (NetlinkConnection(transport: transport, firstSequence: firstSequence), transport)
+    }
+
+    private func refuse(_ message: SentMessage, _ code: Int32, _ text: String) -> [[UInt8]] {
+        [errorReply(to: message.bytes, portID: port, errno: code, text: text)]
+    }
+
+    private func acked(_ message: SentMessage) -> [[UInt8]] {
+        message.flags & UInt16(NLM_F_ACK) != 0 ? [ack(to: message.bytes, portID: port)] : []
+    }
+
+    private func answer(_ message: SentMessage) -> [[UInt8]] {
+        let payload = message.payload
+        switch Int32(message.type) {
+        case Int32(RTM_GETLINK):
+            var name = ""
+            var attributes = AttributeDecoder(payload.dropFirst(MemoryLayout<ifinfomsg>.size), operation: "fake")
+            while attributes.next() {
+                if Int(attributes.type) == IFLA_IFNAME { name = attributes.string() }
+            }
+            guard let index = links[name] else { return refuse(message, ENODEV, "") }
+            var info = ifinfomsg()
+            info.ifi_index = index
+            let reply = NetlinkTesting.message(
+                type: UInt16(RTM_NEWLINK), sequence: message.sequence, portID: port,
+                payload: rawBytes(of: info) + stringAttribute(UInt16(IFLA_IFNAME), name))
+            return [reply] + acked(message)
+        case Int32(RTM_GETQDISC):
+            var dump: [UInt8] = []
+            for (_, index) in links.sorted(by: { $0.value < $1.value }) {
+                let own = qdiscs.filter { $0.index == index }
+                let shown = own.isEmpty ? [Entry(index: index, handle: .unspecified, parent: .root, kind: "noqueue", options: [])] : own
+                for entry in shown { dump += qdiscMessage(entry, sequence: message.sequence) }
+            }
+            return [dump + done(sequence: message.sequence, portID: port)]
+        case Int32(RTM_GETTFILTER):
+            let header = payload.load(tcmsg.self, at: 0)!
+            var dump: [UInt8] = []
+            for filter in filters where filter.index == header.tcm_ifindex && filter.parent.rawValue == header.tcm_parent {
+                var out = tcmsg()
+                out.tcm_ifindex = filter.index
+                out.tcm_parent = filter.parent.rawValue
+                out.tcm_info = filter.info
+                let options = attribute(UInt16(TCA_OPTIONS), attribute(UInt16(TCA_U32_CLASSID), hostBytes(filter.classID)))
+                dump += NetlinkTesting.message(
+                    type: UInt16(RTM_NEWTFILTER), flags: flagMulti, sequence: message.sequence, portID: port,
+                    payload: rawBytes(of: out) + stringAttribute(UInt16(TCA_KIND), "u32") + options)
+            }
+            return [dump + done(sequence: message.sequence, portID: port)]
+        case Int32(RTM_NEWQDISC):
+            return newQdisc(message)
+        case Int32(RTM_DELQDISC):
+            let header = payload.load(tcmsg.self, at: 0)!
+            guard qdiscs.contains(where: { $0.index == header.tcm_ifindex }) else { return refuse(message, ENOENT, "Cannot find specified qdisc on specified device") }
+            qdiscs.removeAll { $0.index == header.tcm_ifindex }
+            filters.removeAll { $0.index == header.tcm_ifindex }
+            return acked(message)
+        case Int32(RTM_NEWTFILTER):
+            let header = payload.load(tcmsg.self, at: 0)!
+            guard links.values.contains(header.tcm_ifindex) else { return refuse(message, ENODEV, "") }
+            guard qdiscs.contains(where: { $0.index == header.tcm_ifindex && $0.handle.rawValue == header.tcm_parent }) else {
+                return refuse(message, EINVAL, "Parent Qdisc doesn't exists")
+            }
+            var classID: UInt32 = 0
+            var attributes = AttributeDecoder(payload.dropFirst(MemoryLayout<tcmsg>.size), operation: "fake")
+            while attributes.next() {
+                guard Int(attributes.type) == TCA_OPTIONS else { continue }
+                var options = attributes.nested()
+                while options.next() {
+                    if Int(options.type) == TCA_U32_CLASSID { classID = options.uint32() }
+                }
+            }
+            filters.append(Filter(index: header.tcm_ifindex, parent: TrafficControlHandle(rawValue: header.tcm_parent), info: header.tcm_info, classID: classID))
+            return acked(message)
+        default:
+            return refuse(message, EOPNOTSUPP, "")
+        }
+    }
+
+    private func newQdisc(_ message: SentMessage) -> [[UInt8]] {
+        let header = message.payload.load(tcmsg.self, at: 0)!
+        guard links.values.contains(header.tcm_ifindex) else { return refuse(message, ENODEV, "") }
+        var kind = ""
+        var options: [UInt8] = []
+        var attributes = AttributeDecoder(message.payload.dropFirst(MemoryLayout<tcmsg>.size), operation: "fake")
+        while attributes.next() {
+            switch Int(attributes.type) {
+            case TCA_KIND: kind = attributes.string()
+            case TCA_OPTIONS: options = Array(attributes.payload)
+            default: break
+            }
+        }
+        guard kinds.contains(kind) else { return refuse(message, ENOENT, "Specified qdisc kind is unknown") }
+        let index = header.tcm_ifindex
+        let handle = TrafficControlHandle(rawValue: header.tcm_handle)
+        let parent = TrafficControlHandle(rawValue: header.tcm_parent)
+        let exclusive = message.flags & UInt16(NLM_F_EXCL) != 0
+        if parent != .root {
+            guard qdiscs.contains(where: { $0.index == index && $0.handle.major == parent.major && $0.kind == "prio" }) else {
+                return refuse(message, ENOENT, "Failed to find specified qdisc")
+            }
+        }
+        if let current = qdiscs.firstIndex(where: { $0.index == index && $0.parent == parent }), qdiscs[current].handle == handle {
+            if exclusive { return refuse(message, EEXIST, "Exclusivity flag on, cannot modify") }
+            qdiscs[current].options = options  // a change in place
+        } else {
+            if parent == .root {
+                qdiscs.removeAll { $0.index == index }
+                filters.removeAll { $0.index == index }
+            } else {
+                qdiscs.removeAll { $0.index == index && $0.parent == parent }
+            }
+            var entry = Entry(index: index, handle: handle, parent: parent, kind: kind, options: options)
+            tamper?(&entry)
+            qdiscs.append(entry)
+        }
+        return acked(message)
+    }
+
+    private func qdiscMessage(_ entry: Entry, sequence: UInt32) -> [UInt8] {
+        var header = tcmsg()
+        header.tcm_ifindex = entry.index
+        header.tcm_handle = entry.handle.rawValue
+        header.tcm_parent = entry.parent.rawValue
+        var payload = rawBytes(of: header) + stringAttribute(UInt16(TCA_KIND), entry.kind)
+        if !entry.options.isEmpty { payload += attribute(UInt16(TCA_OPTIONS), entry.options) }
+        return NetlinkTesting.message(type: UInt16(RTM_NEWQDISC), flags: flagMulti, sequence: sequence, portID: port, payload: payload)
+    }
+}
