@@ -3,7 +3,7 @@ import XCTest
 
 @testable import Timeline
 
-/// `summary.md` and `junit.xml` of the constructed tunnel run, compared byte for byte with the files in
+/// `summary.md`, `junit.xml` and `timeline.html` of the constructed runs, compared byte for byte with the files in
 /// `Tests/TimelineTests/Snapshots/`.
 ///
 /// To regenerate them after an intended change of a writer:
@@ -54,5 +54,13 @@ final class SnapshotTests: XCTestCase {
 
     func testHostileJUnitSnapshot() throws {
         try assertSnapshot(JUnitWriter.render(ReportFixtures.hostileReport()), named: "hostile-junit.xml")
+    }
+
+    func testTimelineHTMLSnapshot() throws {
+        try assertSnapshot(HTMLReportWriter.render(ReportFixtures.tunnel()), named: "timeline.html")
+    }
+
+    func testHostileTimelineHTMLSnapshot() throws {
+        try assertSnapshot(HTMLReportWriter.render(ReportFixtures.hostileReport()), named: "hostile-timeline.html")
     }
 }
