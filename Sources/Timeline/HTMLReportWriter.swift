@@ -211,7 +211,7 @@ public enum HTMLReportWriter {
             out += "<i class=\"dot\" style=\"background:\(palette.probeColor(probe))\"></i> \(Markup.html(probe)) probe RTT "
         }
         out += "<span class=\"cross\">✕</span> failed probe "
-        out += "<i class=\"swatch\" style=\"background:#ffa8a8\"></i> loss over the last \(TimelineChart.lossWindow) probes "
+        out += "<i class=\"swatch\" style=\"background:#ffa8a8\"></i> loss over the last \(TimeSeriesPlots.lossWindow) probes "
         out += "<i class=\"dash\"></i> step start <i class=\"bracket\"></i> reaction time</div>\n"
         out += "</div>\n"
         return out

@@ -380,8 +380,8 @@ final class ReportWriterTests: XCTestCase {
         XCTAssertEqual(Fmt.duration(598_300_000_000), "9 min 58.3 s")
         XCTAssertEqual(Fmt.coord(12.0), "12")
         XCTAssertEqual(Fmt.coord(12.25), "12.3")
-        XCTAssertEqual(TimelineChart.ticks(duration: 40).first, 0)
-        XCTAssertEqual(TimelineChart.ticks(duration: 40).last, 40)
-        XCTAssertEqual(TimelineChart.ticks(duration: 600).count, 11)
+        XCTAssertEqual(TimeAxis.ticks(duration: 40).first, 0)
+        XCTAssertEqual(TimeAxis.ticks(duration: 40).last, 40)
+        XCTAssertEqual(TimeAxis.ticks(duration: 600).count, 11)
     }
 }
