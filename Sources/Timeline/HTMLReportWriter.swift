@@ -8,10 +8,12 @@ public enum HTMLReportWriter {
     /// Rows of the event log at most (the whole log is in `timeline.json` and `events.jsonl`).
     public static let eventLogLimit = 1000
 
+    /// The page of `report`, its metrics computed here.
     public static func render(_ report: RunReport) -> String {
         render(report, metrics: TimelineMetrics(report))
     }
 
+    /// The page of `report` with metrics already computed (as `ReportWriter` shares them).
     public static func render(_ report: RunReport, metrics: TimelineMetrics) -> String {
         let metadata = report.metadata
         let palette = StatePalette(events: report.events)

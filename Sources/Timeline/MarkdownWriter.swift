@@ -4,10 +4,12 @@
 /// Every string from the run is escaped: HTML-significant characters become entities and `|` cannot split
 /// a table cell.
 public enum MarkdownWriter {
+    /// The summary of `report`, its metrics computed here.
     public static func render(_ report: RunReport) -> String {
         render(report, metrics: TimelineMetrics(report))
     }
 
+    /// The summary of `report` with metrics already computed.
     public static func render(_ report: RunReport, metrics: TimelineMetrics) -> String {
         let metadata = report.metadata
         let cell = Markup.markdownCell
