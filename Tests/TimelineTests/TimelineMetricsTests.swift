@@ -180,30 +180,29 @@ final class TimelineMetricsTests: XCTestCase {
         //      p95 at 6.65: 72 + 0.65 * (90 - 72) = 83.7.
         // 3g: 7 samples (5 with success, 140 without success, one with neither), 3 failed; sorted 101.5 118 130 140 —
         //      median at 1.5: 124, p95 at 2.85: 130 + 0.85 * 10 = 138.5.
-        let lteStep = metrics.steps[0]
-        XCTAssertEqual(lteStep.samples, 9)
-        XCTAssertEqual(lteStep.failures, 1)
-        XCTAssertEqual(lteStep.loss!, 1.0 / 9.0, accuracy: 1e-12)
-        XCTAssertEqual(lteStep.rtt?.count, 8)
-        XCTAssertEqual(lteStep.rtt?.min, 58.5)
-        XCTAssertEqual(lteStep.rtt?.max, 90)
-        XCTAssertEqual(lteStep.rtt!.median, 63.5, accuracy: 1e-9)
-        XCTAssertEqual(lteStep.rtt!.p95, 83.7, accuracy: 1e-9)
-        let threeGStep = metrics.steps[1]
-        XCTAssertEqual(threeGStep.samples, 7)
-        XCTAssertEqual(threeGStep.failures, 3)
-        XCTAssertEqual(threeGStep.loss!, 3.0 / 7.0, accuracy: 1e-12)
-        XCTAssertEqual(threeGStep.rtt?.count, 4)
-        XCTAssertEqual(threeGStep.rtt?.min, 101.5)
-        XCTAssertEqual(threeGStep.rtt?.max, 140)
-        XCTAssertEqual(threeGStep.rtt!.median, 124, accuracy: 1e-9)
-        XCTAssertEqual(threeGStep.rtt!.p95, 138.5, accuracy: 1e-9)
+        assertInterval(metrics.steps[0], samples: 9, failures: 1, loss: 1.0 / 9.0, rtt: (8, 58.5, 63.5, 83.7, 90))
+        assertInterval(metrics.steps[1], samples: 7, failures: 3, loss: 3.0 / 7.0, rtt: (4, 101.5, 124, 138.5, 140))
         // The whole run: 16 samples, 4 failed; 12 RTTs, median at 5.5: (66.25 + 72) / 2 = 69.125,
         // p95 at 10.45: 130 + 0.45 * 10 = 134.5.
         XCTAssertEqual(metrics.run.samples, 16)
         XCTAssertEqual(metrics.run.failures, 4)
         XCTAssertEqual(metrics.run.rtt!.median, 69.125, accuracy: 1e-9)
         XCTAssertEqual(metrics.run.rtt!.p95, 134.5, accuracy: 1e-9)
+    }
+
+    private func assertInterval(
+        _ interval: TimelineMetrics.Interval, samples: Int, failures: Int, loss: Double,
+        rtt expected: (count: Int, min: Double, median: Double, p95: Double, max: Double), line: UInt = #line
+    ) {
+        XCTAssertEqual(interval.samples, samples, interval.name, line: line)
+        XCTAssertEqual(interval.failures, failures, interval.name, line: line)
+        XCTAssertEqual(interval.loss ?? -1, loss, accuracy: 1e-12, interval.name, line: line)
+        guard let rtt = interval.rtt else { return XCTFail("no RTT in \(interval.name)", line: line) }
+        XCTAssertEqual(rtt.count, expected.count, interval.name, line: line)
+        XCTAssertEqual(rtt.min, expected.min, interval.name, line: line)
+        XCTAssertEqual(rtt.median, expected.median, accuracy: 1e-9, interval.name, line: line)
+        XCTAssertEqual(rtt.p95, expected.p95, accuracy: 1e-9, interval.name, line: line)
+        XCTAssertEqual(rtt.max, expected.max, interval.name, line: line)
     }
 
     func testStepsWithoutSamples() {
