@@ -41,16 +41,19 @@ public struct TimelineMetrics: Sendable, Codable, Equatable {
     public var steps: [Interval]
     /// The whole run.
     public var run: Interval
+    /// Periods online over one address family only; nil when no update reported per-family states.
+    public var singleFamily: [SingleFamilyPeriod]?
 
     /// State changes of `lane` over the run.
     public func flaps(_ lane: TimelineLane) -> Int { flaps.first { $0.lane == lane }?.count ?? 0 }
 
     /// Metrics as given (for decoding and tests).
-    public init(changes: [ConditionChange], flaps: [LaneCount], steps: [Interval], run: Interval) {
+    public init(changes: [ConditionChange], flaps: [LaneCount], steps: [Interval], run: Interval, singleFamily: [SingleFamilyPeriod]? = nil) {
         self.changes = changes
         self.flaps = flaps
         self.steps = steps
         self.run = run
+        self.singleFamily = singleFamily
     }
 
     /// Computes the metrics of `report`.
@@ -122,13 +125,15 @@ public struct TimelineMetrics: Sendable, Codable, Equatable {
                 recoveries.append(recovery)
             }
             let wire = event.state ?? event.details["profile"]?.string ?? event.summary
+            let scope = ConditionScope(event)
             changes.append(
                 ConditionChange(
                     index: offset + 1, t: event.t, windowEnd: windowEnd,
                     step: Self.step(containing: event.t, in: report.metadata.steps)?.name,
                     from: previousWire, to: wire, profile: event.details["profile"]?.string,
                     action: event.details["action"]?.string, netlinkMs: event.details["netlinkMs"]?.number,
-                    reactions: reactions, recoveries: recoveries))
+                    reactions: reactions, recoveries: recoveries, links: scope.links, targets: scope.targets, backend: scope.backend,
+                    traceUplinkMeanBps: scope.uplinkMeanBps, traceDownlinkMeanBps: scope.downlinkMeanBps))
             previousWire = wire
         }
 
@@ -147,6 +152,7 @@ public struct TimelineMetrics: Sendable, Codable, Equatable {
         self.steps = intervals
         self.run = Self.interval(name: "whole run", start: 0, end: end, inclusiveEnd: true, samples: samples, transitions: transitions)
         self.flaps = self.run.flaps
+        self.singleFamily = FamilyReachability.isRecorded(in: events) ? FamilyReachability.singleFamilyPeriods(events: events, end: end) : nil
     }
 
     // MARK: - Building blocks

@@ -102,6 +102,16 @@ extension TimelineMetrics {
         public var reactions: [Reaction]
         /// One per reaction lane that has a good state (path, reachability).
         public var recoveries: [Recovery]
+        /// The client links it applies to (`wifi`, `cellular`); nil: every link.
+        public var links: [String]?
+        /// The traffic it targets (`tcp 198.19.0.0/24 port 443`); nil: all traffic.
+        public var targets: String?
+        /// The backend that put it on the wire (`netem`, `userspace`), when recorded.
+        public var backend: String?
+        /// Mean uplink rate of a trace-driven profile (bits per second).
+        public var traceUplinkMeanBps: Double?
+        /// Mean downlink rate of a trace-driven profile (bits per second).
+        public var traceDownlinkMeanBps: Double?
 
         /// The reaction of `lane`, nil for a lane whose reactions are not measured.
         public func reaction(_ lane: TimelineLane) -> Reaction? { reactions.first { $0.lane == lane } }
