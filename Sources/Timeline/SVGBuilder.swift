@@ -187,11 +187,12 @@ struct ValueScale {
     var high: Double
     var ticks: [Double]
 
-    /// A scale that holds every value of `values` (1…100 when there are none).
-    init(values: [Double]) {
+    /// A scale that holds every value of `values` (1…100 when there are none); `logAllowed: false` keeps it
+    /// linear whatever the spread.
+    init(values: [Double], logAllowed: Bool = true) {
         let minValue = values.min() ?? 1
         let maxValue = values.max() ?? 100
-        if minValue > 0, maxValue / minValue > 8 {
+        if logAllowed, minValue > 0, maxValue / minValue > 8 {
             log = true
             let minDecade = Self.pow10(minValue.log10Floor)
             low = [5.0, 2, 1].map { $0 * minDecade }.first { $0 <= minValue } ?? minDecade

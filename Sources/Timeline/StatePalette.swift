@@ -87,6 +87,12 @@ struct StatePalette {
             || key.contains("down") || key == "blackhole")
     }
 
+    /// The line colour of a trace's rate in `direction`.
+    static func traceColor(_ direction: TraceDirection) -> String {
+        direction == .uplink ? "#e8590c" : "#1971c2"
+    }
+
+    /// The colour of a probe type's RTT dots and lines.
     func probeColor(_ probe: String) -> String {
         switch probe {
         case "http": "#1c7ed6"

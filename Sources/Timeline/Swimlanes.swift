@@ -7,28 +7,42 @@ extension TimelineChart {
         var end: UInt64
         var state: String
         var changes = 1
-        /// What the segment says: the state, and for conditions the profile behind it.
+        /// What the segment says: the state, and for conditions the profile behind it and the links it applies to.
         var label: String
+        /// For conditions: where the change applies and how it was put on the wire (nil when the event did not say).
+        var scope: ConditionScope? = nil
     }
 
-    /// The lane's states as segments, consecutive equal states merged.
+    /// The lane's states as segments, consecutive equal states merged (for conditions: equal states with the
+    /// same links, targets, backend and trace).
     func segments(_ lane: TimelineLane) -> [Segment] {
         var result: [Segment] = []
         for event in events where event.lane == lane && TimelineMetrics.isStateEvent(event) {
             guard let state = event.state else { continue }
             var label = state
-            if lane == .conditions, let profile = event.details["profile"]?.string, profile != state {
-                label = "\(state) · \(profile)"
+            var scope: ConditionScope?
+            if lane == .conditions {
+                if let profile = event.details["profile"]?.string, profile != state { label = "\(state) · \(profile)" }
+                let found = ConditionScope(event)
+                if !found.isEmpty { scope = found }
+                if let links = found.linksText { label += " (\(links))" }
             }
-            if var last = result.last, last.state == state {
+            if var last = result.last, last.state == state, last.scope == scope {
                 last.label = label
                 result[result.count - 1] = last
                 continue
             }
             if !result.isEmpty { result[result.count - 1].end = event.t }
-            result.append(Segment(start: event.t, end: duration, state: state, label: label))
+            result.append(Segment(start: event.t, end: duration, state: state, label: label, scope: scope))
         }
         return result
+    }
+
+    /// The states of one address family from the prober's per-family details, as segments.
+    func familySegments(_ family: AddressFamily) -> [Segment] {
+        FamilyReachability.spans(family, events: events, end: duration).map {
+            Segment(start: $0.start, end: $0.end, state: $0.state, label: $0.state)
+        }
     }
 
     /// A drawn segment: a segment as it is, or sub-pixel segments merged into one (`merged` non-empty).
@@ -77,6 +91,40 @@ extension TimelineChart {
         out += SVG.element("rect", ["class": "laneback", "x": TimeAxis.left, "y": top, "width": TimeAxis.width, "height": h])
 
         let segments = self.segments(lane)
+        let labelBoxes = renderSegments(segments, lane: lane, title: title, top: top, height: h, into: &out, overlay: &overlay)
+
+        overlay += renderReactions(lane, top: top, avoiding: labelBoxes)
+        if lane == .app {
+            out += renderAppTicks(top: top)
+            if segments.isEmpty && !events.contains(where: { $0.lane == .app }) {
+                out += PlotFrame.noData("no app observed (run with --observe to see your app here)", y: top + h / 2 + 4)
+            }
+        } else if segments.isEmpty {
+            out += PlotFrame.noData("no \(title.lowercased()) events recorded", y: top + h / 2 + 4)
+        }
+        return out + SVG.close("g") + "\n"
+    }
+
+    /// A thin lane under the reachability lane with the prober's state over one address family.
+    func renderFamilyLane(_ family: AddressFamily, top: Double, overlay: inout String) -> String {
+        let h = Self.familyLaneHeight
+        let title = "reachability \(family.title)"
+        var out = SVG.open("g", ["class": "lane lane-reachability-\(family.rawValue)"])
+        out += SVG.text(["class": "lanesub", "x": 8, "y": top + 11.5], title)
+        out += SVG.element("rect", ["class": "laneback", "x": TimeAxis.left, "y": top, "width": TimeAxis.width, "height": h])
+        let segments = familySegments(family)
+        _ = renderSegments(segments, lane: .reachability, title: "Reachability \(family.title)", top: top, height: h, into: &out, overlay: &overlay)
+        if segments.isEmpty {
+            out += PlotFrame.noData("no \(family.title) state reported", y: top + h / 2 + 4)
+        }
+        return out + SVG.close("g") + "\n"
+    }
+
+    /// Draws `segments` (coloured as states of `lane`) into `out` with tooltips, their names into `overlay`,
+    /// and returns where the names are, so reaction labels can avoid them.
+    func renderSegments(
+        _ segments: [Segment], lane: TimelineLane, title: String, top: Double, height h: Double, into out: inout String, overlay: inout String
+    ) -> [(Double, Double)] {
         var labelBoxes: [(Double, Double)] = []
         for (x0, x1, segment, merged) in drawnSegments(segments) {
             let width = Swift.max(1, x1 - x0)
@@ -84,8 +132,9 @@ extension TimelineChart {
             out += SVG.open("g")
             if merged.isEmpty {
                 let length = segment.end - segment.start
+                let scope = segment.scope?.summary.map { " — \($0)" } ?? ""
                 out += SVG.title(
-                    "\(title): \(segment.label) from \(Fmt.runTime(segment.start)) s to \(Fmt.runTime(segment.end)) s (\(Fmt.seconds(Double(length) / 1e9)))")
+                    "\(title): \(segment.label) from \(Fmt.runTime(segment.start)) s to \(Fmt.runTime(segment.end)) s (\(Fmt.seconds(Double(length) / 1e9)))\(scope)")
             } else {
                 out += SVG.title(
                     "\(title): \(merged.count) states between \(Fmt.runTime(segment.start)) s and \(Fmt.runTime(segment.end)) s, mostly \(segment.label)")
@@ -101,17 +150,7 @@ extension TimelineChart {
             }
             out += SVG.close("g")
         }
-
-        overlay += renderReactions(lane, top: top, avoiding: labelBoxes)
-        if lane == .app {
-            out += renderAppTicks(top: top)
-            if segments.isEmpty && !events.contains(where: { $0.lane == .app }) {
-                out += PlotFrame.noData("no app observed (run with --observe to see your app here)", y: top + h / 2 + 4)
-            }
-        } else if segments.isEmpty {
-            out += PlotFrame.noData("no \(title.lowercased()) events recorded", y: top + h / 2 + 4)
-        }
-        return out + SVG.close("g") + "\n"
+        return labelBoxes
     }
 
     /// For every change of conditions this lane reacted to: a bracket along the bottom of the lane from the

@@ -1,5 +1,5 @@
 /// The plots under the swimlanes of `timeline.html`, on the chart's time axis: the prober's RTT (with
-/// failed probes marked above it) and its rolling loss.
+/// failed probes marked above it), its rolling loss, and the rate a trace-driven profile allowed.
 ///
 /// With more samples than pixels they switch to one min/median/max mark per two pixels (RTT) or the
 /// highest loss per pixel column, so their size stays bounded on long runs.
@@ -171,5 +171,77 @@ struct TimeSeriesPlots {
         area.close()
         out += SVG.element("path", ["class": "lossarea", "d": area.text]) + SVG.element("path", ["class": "lossline", "d": line.text])
         return out + SVG.close("g") + "\n"
+    }
+
+    // MARK: Trace rate
+
+    /// The trace-rate plot between `top` and `top + height`: per direction, a step line of the trace's
+    /// per-second rate for every change of conditions that applied one, on a linear bits-per-second scale.
+    func traceRate(_ series: [TraceRateSeries], top: Double, height: Double) -> String {
+        let bottom = top + height
+        var out = SVG.open("g", ["class": "plot trace"])
+        out += PlotFrame.labels(title: "Trace rate", subtitle: "bit/s, per second", top: top)
+        for (index, direction) in TraceDirection.allCases.enumerated() where series.contains(where: { $0.direction == direction }) {
+            let arrow = direction == .uplink ? "↑" : "↓"
+            out += SVG.text(
+                ["class": "lanesub", "x": 8, "y": top + 38 + 13 * Double(index), "style": "fill:\(StatePalette.traceColor(direction))"],
+                "\(arrow) \(direction.rawValue)")
+        }
+        out += PlotFrame.background(top: top, height: height)
+        let values = series.flatMap { $0.runs.flatMap { $0.points.map(\.bps) } }
+        let scale = ValueScale(values: values.isEmpty ? [1] : values, logAllowed: false)
+        func y(_ bps: Double) -> Double { bottom - Swift.min(1, Swift.max(0, scale.fraction(bps))) * height }
+        for tick in scale.ticks {
+            out += PlotFrame.gridLine(y: y(tick), label: Fmt.bitRateTick(tick))
+        }
+        for line in series {
+            for run in line.runs {
+                let rates = run.points.map(\.bps)
+                let tooltip = "\(line.direction.rawValue) trace from \(Fmt.runTime(run.start)) s to \(Fmt.runTime(run.end)) s: "
+                    + "\(Fmt.bitRate(rates.min() ?? 0)) to \(Fmt.bitRate(rates.max() ?? 0)) per second"
+                out += SVG.element(
+                    "path", ["class": "traceline", "d": stepLine(run, y: y).text, "stroke": StatePalette.traceColor(line.direction)],
+                    children: SVG.title(tooltip))
+            }
+        }
+        return out + SVG.close("g") + "\n"
+    }
+
+    /// A run's rates as a step line from its start to its end. Points that fall into one pixel column are
+    /// drawn as the column's highest and lowest value, so the path stays bounded on long runs.
+    func stepLine(_ run: TraceRateSeries.Run, y: (Double) -> Double) -> PathData {
+        var path = PathData()
+        guard let first = run.points.first else { return path }
+        path.move(x(first.t), y(first.bps))
+        var column = Int(x(first.t) - TimeAxis.left)
+        var low = first.bps
+        var high = first.bps
+        var last = first.bps
+        var collapsed = false
+        func flushColumn() {
+            guard collapsed else { return }
+            path.vertical(y(high))
+            path.vertical(y(low))
+            path.vertical(y(last))
+        }
+        for point in run.points.dropFirst() {
+            let px = x(point.t)
+            let c = Int(px - TimeAxis.left)
+            if c == column {
+                low = Swift.min(low, point.bps)
+                high = Swift.max(high, point.bps)
+                last = point.bps
+                collapsed = true
+                continue
+            }
+            flushColumn()
+            path.horizontal(px)
+            path.vertical(y(point.bps))
+            column = c
+            (low, high, last, collapsed) = (point.bps, point.bps, point.bps, false)
+        }
+        flushColumn()
+        path.horizontal(x(run.end))
+        return path
     }
 }

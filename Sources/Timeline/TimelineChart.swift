@@ -11,6 +11,11 @@ struct TimelineChart {
     static let width = 1320.0
     static let laneHeight = 34.0
     static let laneGap = 6.0
+    /// The thin per-address-family reachability lanes.
+    static let familyLaneHeight = 16.0
+    static let familyLaneGap = 4.0
+    /// Height of the trace-rate plot, when a run has one.
+    static let traceHeight = 90.0
     static let minSegmentWidth = 2.0
 
     let report: RunReport
@@ -19,6 +24,10 @@ struct TimelineChart {
     let axis: TimeAxis
     let palette: StatePalette
     let metrics: TimelineMetrics
+    /// The trace rates to plot, one per direction that has any; empty when no change applied a trace.
+    let traces: [TraceRateSeries]
+    /// True when the prober reported per-family states: the chart then has a thin lane per family.
+    let hasFamilyLanes: Bool
 
     init(report: RunReport, metrics: TimelineMetrics, palette: StatePalette) {
         self.report = report
@@ -26,6 +35,8 @@ struct TimelineChart {
         events = TimelineMetrics.ordered(report.events)
         axis = TimeAxis(duration: Swift.max(report.metadata.duration, events.last?.t ?? 0, 1))
         self.palette = palette
+        traces = TraceDirection.allCases.map { [events, axis] in TraceRateSeries($0, events: events, end: axis.duration) }.filter { !$0.isEmpty }
+        hasFamilyLanes = FamilyReachability.isRecorded(in: events)
     }
 
     /// Run time (ns) at the right edge.
@@ -54,6 +65,12 @@ struct TimelineChart {
         for (lane, title, subtitle) in lanes {
             laneBodies += renderLane(lane, title: title, subtitle: subtitle, top: y, overlay: &laneOverlay)
             y += Self.laneHeight + Self.laneGap
+            if lane == .reachability && hasFamilyLanes {
+                for family in AddressFamily.allCases {
+                    laneBodies += renderFamilyLane(family, top: y, overlay: &laneOverlay)
+                    y += Self.familyLaneHeight + Self.familyLaneGap
+                }
+            }
         }
         let markersTop = y
         y += 24
@@ -68,6 +85,8 @@ struct TimelineChart {
         let lossTop = y
         let lossHeight = 80.0
         y += lossHeight
+        let traceTop = y + 16
+        if !traces.isEmpty { y = traceTop + Self.traceHeight }
         let bottomAxisTop = y
         y += 34
         let height = y
@@ -90,6 +109,7 @@ struct TimelineChart {
         let plots = TimeSeriesPlots(axis: axis, palette: palette)
         svg += plots.rtt(samples, top: rttTop, height: rttHeight)
         svg += plots.loss(samples, top: lossTop, height: lossHeight)
+        if !traces.isEmpty { svg += plots.traceRate(traces, top: traceTop, height: Self.traceHeight) }
         svg += axis.render(top: bottomAxisTop, ticks: ticks, note: true)
         svg += renderStepLines(top: stepRowTop, bottom: bottomAxisTop)
         // State names and reaction brackets go over the step lines, so a line never crosses out a word.

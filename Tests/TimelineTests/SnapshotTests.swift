@@ -63,4 +63,26 @@ final class SnapshotTests: XCTestCase {
     func testHostileTimelineHTMLSnapshot() throws {
         try assertSnapshot(HTMLReportWriter.render(ReportFixtures.hostileReport()), named: "hostile-timeline.html")
     }
+
+    // Scoped conditions with a trace, per-family reachability, a failed step.
+
+    func testScopedTraceSnapshots() throws {
+        let report = ReportFixtures.scopedTrace()
+        try assertSnapshot(HTMLReportWriter.render(report), named: "scoped-trace-timeline.html")
+        try assertSnapshot(MarkdownWriter.render(report), named: "scoped-trace-summary.md")
+        try assertSnapshot(JSONReportWriter.render(report), named: "scoped-trace-timeline.json")
+    }
+
+    func testDualStackSnapshots() throws {
+        let report = ReportFixtures.dualStack()
+        try assertSnapshot(HTMLReportWriter.render(report), named: "dual-stack-timeline.html")
+        try assertSnapshot(MarkdownWriter.render(report), named: "dual-stack-summary.md")
+    }
+
+    func testFailedStepSnapshots() throws {
+        let report = ReportFixtures.failedStep()
+        try assertSnapshot(HTMLReportWriter.render(report), named: "failed-step-timeline.html")
+        try assertSnapshot(MarkdownWriter.render(report), named: "failed-step-summary.md")
+        try assertSnapshot(JUnitWriter.render(report), named: "failed-step-junit.xml")
+    }
 }
