@@ -1,7 +1,9 @@
 /// `timeline.html`: the run as one self-contained page — inline CSS and inline SVG, no script, no external
-/// reference of any kind — laid out for a QA engineer who has nothing else: a header with the verdict, a
-/// line on how to read the chart, a legend, the swimlane chart with RTT and loss plots under it, the reaction
-/// times per change of conditions, the expectations, per-step numbers, and the event log.
+/// reference of any kind — laid out for a QA engineer who has nothing else: a header with the verdict (and a
+/// red box for each step that failed), a line on how to read the chart, a legend, the swimlane chart (with
+/// per-family reachability lanes when the prober reported them) and the RTT, loss and trace-rate plots under
+/// it, the reaction times per change of conditions (with the links and traffic each applied to), the
+/// expectations, per-step numbers, and the event log.
 ///
 /// Every string from the run is HTML-escaped.
 public enum HTMLReportWriter {

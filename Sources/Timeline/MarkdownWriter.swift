@@ -1,5 +1,7 @@
-/// `summary.md`: the run in a page of Markdown — verdict, steps, the measured reaction times, expectations,
-/// probe statistics and flap counts. Meant for a CI job summary or a pull-request comment.
+/// `summary.md`: the run in a page of Markdown — verdict (and a caution box for each step that failed), steps,
+/// the measured reaction times, where each change of conditions applied, periods online over one address
+/// family only, expectations, probe statistics and flap counts. Meant for a CI job summary or a pull-request
+/// comment. Sections about scoped conditions and address families appear only when the run recorded them.
 ///
 /// Every string from the run is escaped: HTML-significant characters become entities and `|` cannot split
 /// a table cell.
