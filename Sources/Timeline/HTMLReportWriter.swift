@@ -1,17 +1,21 @@
 /// `timeline.html`: the run as one self-contained page — inline CSS and inline SVG, no script, no external
-/// reference of any kind — laid out for a QA engineer who has nothing else: a header with the verdict, a
-/// line on how to read the chart, a legend, the swimlane chart with RTT and loss plots under it, the reaction
-/// times per change of conditions, the expectations, per-step numbers, and the event log.
+/// reference of any kind — laid out for a QA engineer who has nothing else: a header with the verdict (and a
+/// red box for each step that failed), a line on how to read the chart, a legend, the swimlane chart (with
+/// per-family reachability lanes when the prober reported them) and the RTT, loss and trace-rate plots under
+/// it, the reaction times per change of conditions (with the links and traffic each applied to), the
+/// expectations, per-step numbers, and the event log.
 ///
 /// Every string from the run is HTML-escaped.
 public enum HTMLReportWriter {
     /// Rows of the event log at most (the whole log is in `timeline.json` and `events.jsonl`).
     public static let eventLogLimit = 1000
 
+    /// The page of `report`, its metrics computed here.
     public static func render(_ report: RunReport) -> String {
         render(report, metrics: TimelineMetrics(report))
     }
 
+    /// The page of `report` with metrics already computed (as `ReportWriter` shares them).
     public static func render(_ report: RunReport, metrics: TimelineMetrics) -> String {
         let metadata = report.metadata
         let palette = StatePalette(events: report.events)
@@ -36,11 +40,7 @@ public enum HTMLReportWriter {
             out += "<span class=\"tally\">\(passedCount) of \(report.expectations.count) expectations passed</span>"
         }
         out += "</div>\n"
-        for error in report.errors {
-            out += "<p class=\"error\"><strong>\(error.step.map { "Step \u{2018}\(h($0))\u{2019}" } ?? "The run") failed at \(Fmt.runTime(error.t)) s:</strong> \(h(error.message))"
-            if let hint = error.hint { out += " \u{2014} \(h(hint))" }
-            out += "</p>\n"
-        }
+        for error in report.errors { out += errorBox(error) }
         if !metadata.description.isEmpty { out += "<p class=\"description\">\(h(metadata.description))</p>\n" }
         out += "<dl class=\"facts\">"
         var facts: [(String, String)] = [
@@ -61,8 +61,14 @@ public enum HTMLReportWriter {
         out += "<b>App</b>: the states the observed app printed (each tick is one line it printed). "
         out += "A bracket along the bottom of a lane runs from a change of conditions to the lane’s reaction, with the delay written on it. "
         out += "Dashed lines mark the start of each step; numbered diamonds mark expectations (green passed, red failed; numbers refer to the table below). "
+        if chart.hasFamilyLanes {
+            out += "<b>Reachability IPv4 / IPv6</b>: the prober’s conclusion over each address family. "
+        }
+        if !chart.traces.isEmpty {
+            out += "<b>Trace rate</b>: the rate a trace-driven profile allowed, second by second, looping until the next change of conditions. "
+        }
         out += "Hover over anything for exact times.</p>\n"
-        out += legend(report: report, palette: palette)
+        out += legend(report: report, palette: palette, traces: chart.traces.map(\.direction))
         out += "<div class=\"chartbox\">\n" + chart.render() + "</div>\n</section>\n"
 
         // Reaction times.
@@ -80,6 +86,7 @@ public enum HTMLReportWriter {
                 if let from = change.from { out += "<span class=\"muted\">\(h(from)) →</span> " }
                 out += chip(h(change.to), palette.color(lane: .conditions, state: change.to))
                 if let action = change.action, action != change.to { out += "<div class=\"small muted\">\(h(action))</div>" }
+                if let scope = ConditionScope(change).summary { out += "<div class=\"small scope\">\(h(scope))</div>" }
                 out += "</td>"
                 for lane in TimelineMetrics.reactionLanes {
                     guard let reaction = change.reaction(lane) else {
@@ -166,7 +173,11 @@ public enum HTMLReportWriter {
         out += "<table class=\"log\">\n<thead><tr><th>Time</th><th>Lane</th><th>Kind</th><th>State</th><th>What happened</th></tr></thead>\n<tbody>\n"
         for event in logged.prefix(eventLogLimit) {
             out += "<tr><td class=\"num\">\(Fmt.runTime(event.t))</td><td>\(event.lane.rawValue)</td><td>\(h(event.kind))</td>"
-            out += "<td>\(h(event.state ?? ""))</td><td>\(h(event.summary))</td></tr>\n"
+            out += "<td>\(h(event.state ?? ""))</td><td>\(h(event.summary))"
+            if event.lane == .conditions, event.kind == TimelineKind.conditionsChanged, let scope = ConditionScope(event).summary {
+                out += "<div class=\"small scope\">\(h(scope))</div>"
+            }
+            out += "</td></tr>\n"
         }
         out += "</tbody>\n</table>\n</details>\n</section>\n"
         out += "<footer>Written by linkcond from \(report.events.count) events. "
@@ -183,7 +194,22 @@ public enum HTMLReportWriter {
         "<i class=\"swatch\(hatched ? " hatched" : "")\" style=\"background-color:\(color.fill)\"></i>"
     }
 
-    static func legend(report: RunReport, palette: StatePalette) -> String {
+    /// A red box for something that stopped the run: what failed, when, the error in the failing layer's words,
+    /// and what to do about it.
+    static func errorBox(_ error: RunError) -> String {
+        let h = Markup.html
+        let what = error.step.map { "Step \u{2018}\(h($0))\u{2019} failed" } ?? "The run failed"
+        var out = "<div class=\"errorbox\" role=\"alert\">\n<p class=\"errorhead\">\(what) at \(Fmt.runTime(error.t)) s</p>\n<dl>"
+        if let step = error.step { out += "<dt>Step</dt><dd>\(h(step))</dd>" }
+        out += "<dt>At</dt><dd>\(Fmt.runTime(error.t)) s into the run</dd>"
+        out += "<dt>Error</dt><dd class=\"message\">\(h(error.message))</dd>"
+        if let hint = error.hint { out += "<dt>What to do</dt><dd>\(h(hint))</dd>" }
+        out += "</dl>\n</div>\n"
+        return out
+    }
+
+    /// The key to the chart's colours and marks; `traces` are the directions with a trace-rate line.
+    static func legend(report: RunReport, palette: StatePalette, traces: [TraceDirection] = []) -> String {
         var out = "<div class=\"legend\">\n"
         out += "<div><span class=\"lg\">Path / reachability / app</span>"
         out += "\(swatch(StatePalette.green)) satisfied, online "
@@ -211,81 +237,12 @@ public enum HTMLReportWriter {
             out += "<i class=\"dot\" style=\"background:\(palette.probeColor(probe))\"></i> \(Markup.html(probe)) probe RTT "
         }
         out += "<span class=\"cross\">✕</span> failed probe "
-        out += "<i class=\"swatch\" style=\"background:#ffa8a8\"></i> loss over the last \(TimelineChart.lossWindow) probes "
+        out += "<i class=\"swatch\" style=\"background:#ffa8a8\"></i> loss over the last \(TimeSeriesPlots.lossWindow) probes "
+        for direction in traces {
+            out += "<i class=\"line\" style=\"background:\(StatePalette.traceColor(direction))\"></i> \(direction.rawValue) trace rate "
+        }
         out += "<i class=\"dash\"></i> step start <i class=\"bracket\"></i> reaction time</div>\n"
         out += "</div>\n"
         return out
     }
-
-    static let css = """
-        :root { color-scheme: light; }
-        * { box-sizing: border-box; }
-        body { margin: 0 auto; padding: 20px 24px 40px; max-width: 1400px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: #212529; background: #fff; }
-        h1 { font-size: 24px; margin: 0; font-weight: 650; }
-        h1 .product { color: #868e96; font-weight: 400; }
-        h2 { font-size: 18px; margin: 28px 0 8px; padding-bottom: 4px; border-bottom: 1px solid #dee2e6; }
-        .headline { display: flex; align-items: center; gap: 14px; flex-wrap: wrap; }
-        .badge { display: inline-block; padding: 3px 12px; border-radius: 4px; font-weight: 700; letter-spacing: .04em; color: #fff; font-size: 18px; }
-        .badge.small { font-size: 12px; padding: 1px 8px; }
-        .badge.pass { background: #2f9e44; } .badge.fail { background: #e03131; }
-        .tally { color: #495057; }
-        .description { margin: 8px 0 4px; font-size: 15px; color: #343a40; max-width: 1100px; }
-        p.error { margin: 8px 0; padding: 8px 12px; background: #fff5f5; border-left: 4px solid #e03131; max-width: 1100px; }
-        .facts { display: flex; flex-wrap: wrap; gap: 4px 28px; margin: 8px 0 0; }
-        .facts div { display: flex; gap: 6px; } .facts dt { color: #868e96; } .facts dd { margin: 0; font-weight: 600; }
-        .explain { color: #495057; margin: 4px 0 8px; max-width: 1300px; }
-        .legend { display: flex; flex-direction: column; gap: 3px; font-size: 13px; margin: 6px 0 10px; padding: 8px 12px; background: #f8f9fa; border-radius: 6px; }
-        .legend .lg { display: inline-block; min-width: 190px; font-weight: 600; color: #495057; }
-        .swatch { display: inline-block; width: 22px; height: 12px; border-radius: 2px; vertical-align: -1px; margin-left: 8px; }
-        .swatch.hatched { background-image: repeating-linear-gradient(45deg, rgba(0,0,0,.3) 0 2px, transparent 2px 4px); }
-        .dot { display: inline-block; width: 9px; height: 9px; border-radius: 50%; margin-left: 8px; }
-        .dash { display: inline-block; width: 0; height: 12px; border-left: 2px dashed #495057; margin: 0 4px 0 10px; vertical-align: -1px; }
-        .bracket { display: inline-block; width: 26px; height: 6px; border: 1.5px solid #111; border-top: 0; margin: 0 4px 0 10px; vertical-align: 1px; }
-        .cross { color: #e03131; font-weight: 700; margin-left: 8px; }
-        .chartbox { border: 1px solid #dee2e6; border-radius: 6px; padding: 8px 6px 0; }
-        svg.chart { display: block; font-family: inherit; }
-        svg text { font-size: 11px; fill: #343a40; }
-        .grid line { stroke: #e9ecef; stroke-width: 1; }
-        .stepband { fill: #f1f3f5; }
-        .stepline { stroke: #212529; stroke-width: 1.2; stroke-dasharray: 5 4; opacity: .6; }
-        .reaction path { fill: none; stroke: #111; stroke-width: 1.2; }
-        .reaction rect { fill: #fff; opacity: .92; }
-        .reaction text { text-anchor: middle; font-size: 10px; font-weight: 700; fill: #111; }
-        .steplabel { font-weight: 600; font-size: 11.5px; fill: #212529; }
-        .lanetitle { font-weight: 650; font-size: 12.5px; fill: #212529; }
-        .lanesub { font-size: 10.5px; fill: #868e96; }
-        .laneback { fill: #f8f9fa; stroke: #dee2e6; }
-        .seglabel { text-anchor: middle; font-size: 11.5px; font-weight: 600; }
-        .nodata { font-style: italic; fill: #868e96; }
-        .apptick { fill: #212529; opacity: .75; }
-        .expline { stroke-width: 1; stroke-dasharray: 2 3; opacity: .7; }
-        .explabel { text-anchor: middle; font-size: 10px; font-weight: 700; fill: #fff; }
-        .axis line { stroke: #868e96; } .axis text { text-anchor: middle; fill: #495057; }
-        .axis .axistitle { text-anchor: start; fill: #868e96; } .axis .axisnote { text-anchor: end; fill: #868e96; }
-        .plotback { fill: #fff; stroke: #dee2e6; }
-        .failband { fill: #fff5f5; stroke: #ffe3e3; }
-        .hgrid { stroke: #e9ecef; }
-        .ytick { text-anchor: end; font-size: 10px; fill: #868e96; }
-        .rttline { fill: none; stroke-width: 1; opacity: .35; }
-        .rttband { stroke: #74c0fc; stroke-width: 2; fill: none; }
-        .rttmedian { stroke: #1c7ed6; stroke-width: 1.2; fill: none; }
-        .failmark { stroke: #e03131; stroke-width: 1.8; fill: none; }
-        .lossarea { fill: #ffa8a8; opacity: .6; } .lossline { fill: none; stroke: #e03131; stroke-width: 1.4; }
-        table { border-collapse: collapse; width: 100%; font-size: 13.5px; }
-        th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid #e9ecef; vertical-align: top; }
-        th { background: #f1f3f5; font-weight: 600; color: #343a40; }
-        th.num { text-align: right; } th.group { text-align: center; border-bottom: 1px solid #dee2e6; }
-        td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-        tbody tr:nth-child(even) { background: #fbfcfd; }
-        tr.failrow td { background: #fff5f5; } tr.total td { border-top: 2px solid #ced4da; }
-        .chip { display: inline-block; padding: 0 7px; border-radius: 3px; font-weight: 600; font-size: 12.5px; }
-        .noreact { color: #9c4a00; font-weight: 600; } .noreact .small { color: #868e96; font-weight: 400; }
-        .bad { color: #c92a2a; }
-        .muted { color: #868e96; } .small { font-size: 12px; }
-        .flaps { margin-top: 10px; }
-        details summary { cursor: pointer; color: #495057; font-weight: 600; margin: 20px 0 8px; }
-        table.log td { padding: 2px 10px; font-size: 12.5px; }
-        footer { margin-top: 28px; color: #868e96; font-size: 12px; }
-
-        """
 }

@@ -10,10 +10,12 @@ public enum JSONReportWriter {
     /// The format's version, bumped when a key changes meaning.
     public static let formatVersion = 1
 
+    /// The document of `report`, its metrics computed here.
     public static func render(_ report: RunReport) throws(TimelineError) -> String {
         try render(report, metrics: TimelineMetrics(report))
     }
 
+    /// The document of `report` with metrics already computed; throws when a value cannot be encoded.
     public static func render(_ report: RunReport, metrics: TimelineMetrics) throws(TimelineError) -> String {
         let pretty = JSONEncoder()
         pretty.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]

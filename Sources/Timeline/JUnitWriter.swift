@@ -7,6 +7,7 @@
 /// `time` of a test case is the measured time of a "within" rule (seconds), 0 otherwise; `time` of the
 /// suite is the run's duration.
 public enum JUnitWriter {
+    /// The JUnit XML of `report`.
     public static func render(_ report: RunReport) -> String {
         let metadata = report.metadata
         let tests = report.expectations.count + report.errors.count

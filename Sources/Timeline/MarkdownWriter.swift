@@ -1,13 +1,17 @@
-/// `summary.md`: the run in a page of Markdown — verdict, steps, the measured reaction times, expectations,
-/// probe statistics and flap counts. Meant for a CI job summary or a pull-request comment.
+/// `summary.md`: the run in a page of Markdown — verdict (and a caution box for each step that failed), steps,
+/// the measured reaction times, where each change of conditions applied, periods online over one address
+/// family only, expectations, probe statistics and flap counts. Meant for a CI job summary or a pull-request
+/// comment. Sections about scoped conditions and address families appear only when the run recorded them.
 ///
 /// Every string from the run is escaped: HTML-significant characters become entities and `|` cannot split
 /// a table cell.
 public enum MarkdownWriter {
+    /// The summary of `report`, its metrics computed here.
     public static func render(_ report: RunReport) -> String {
         render(report, metrics: TimelineMetrics(report))
     }
 
+    /// The summary of `report` with metrics already computed.
     public static func render(_ report: RunReport, metrics: TimelineMetrics) -> String {
         let metadata = report.metadata
         let cell = Markup.markdownCell
@@ -16,13 +20,10 @@ public enum MarkdownWriter {
         let passed = report.expectations.filter(\.passed).count
         let total = report.expectations.count
         if !report.errors.isEmpty {
-            out += "**Verdict: ERROR** — the run stopped: \(Markup.markdownText(report.errors[0].message))\n\n"
-            for error in report.errors {
-                out += "- \(error.step.map { "Step '\(Markup.markdownText($0))'" } ?? "Run") at \(Fmt.runTime(error.t)) s: \(Markup.markdownText(error.message))"
-                if let hint = error.hint { out += " — \(Markup.markdownText(hint))" }
-                out += "\n"
-            }
-            out += "\n"
+            let first = report.errors[0]
+            out += "**Verdict: ERROR** — the run stopped: \(first.step.map { "step '\(Markup.markdownText($0))' failed" } ?? "it failed outside a step")"
+            out += report.errors.count > 1 ? " (\(report.errors.count) errors).\n\n" : ".\n\n"
+            for error in report.errors { out += errorBox(error) }
         } else if total == 0 {
             out += "**Verdict: PASS** (no expectations)\n\n"
         } else {
@@ -68,6 +69,8 @@ public enum MarkdownWriter {
             out += "\n"
         }
 
+        out += conditionsSection(metrics)
+        out += familySection(metrics)
         out += "## Expectations\n\n"
         if report.expectations.isEmpty {
             out += "No expectations.\n\n"
@@ -98,5 +101,48 @@ public enum MarkdownWriter {
         out += "State changes over the run: "
         out += TimelineMetrics.flapLanes.map { "\($0.rawValue) \(metrics.flaps($0))" }.joined(separator: " · ") + ".\n"
         return out
+    }
+
+    /// A GitHub "caution" alert (a red box where it is rendered, a quote elsewhere) for something that stopped
+    /// the run: what failed, when, the error and the hint. Line breaks in the texts are folded, so nothing
+    /// can leave the quote.
+    static func errorBox(_ error: RunError) -> String {
+        let text = Markup.markdownText
+        let what = error.step.map { "Step '\(text($0))' failed" } ?? "The run failed"
+        var out = "> [!CAUTION]\n> **\(what) at \(Fmt.runTime(error.t)) s**\n>\n> **Error:** \(text(error.message))\n"
+        if let hint = error.hint { out += ">\n> **What to do:** \(text(hint))\n" }
+        return out + "\n"
+    }
+
+    /// Where each change of conditions applied (links, targeted traffic), its backend and trace means; empty
+    /// when no change said any of it.
+    static func conditionsSection(_ metrics: TimelineMetrics) -> String {
+        let scopes = metrics.changes.map { ConditionScope($0) }
+        guard scopes.contains(where: { !$0.isEmpty }) else { return "" }
+        let cell = Markup.markdownCell
+        var out = "## Conditions applied\n\n"
+        out += "Where each change of conditions applied: the client links (every link when none is named) and the traffic it targeted "
+        out += "(all traffic when none is named).\n\n"
+        out += "| # | At (s) | Conditions | Links | Traffic | Backend | Trace mean up | Trace mean down |\n|--:|--:|---|---|---|---|--:|--:|\n"
+        for (change, scope) in zip(metrics.changes, scopes) {
+            out += "| \(change.index) | \(Fmt.runTime(change.t)) | \(cell(change.to)) | \(cell(scope.linksText ?? "all")) | \(cell(scope.targets ?? "all")) | "
+            out += "\(cell(scope.backend ?? "—")) | \(scope.uplinkMeanBps.map(Fmt.bitRate) ?? "—") | \(scope.downlinkMeanBps.map(Fmt.bitRate) ?? "—") |\n"
+        }
+        return out + "\n"
+    }
+
+    /// The periods the prober was online over one address family only; empty when it reported no families.
+    static func familySection(_ metrics: TimelineMetrics) -> String {
+        guard let periods = metrics.singleFamily else { return "" }
+        var out = "## Reachability per address family\n\n"
+        if periods.isEmpty {
+            return out + "Never online over one address family only.\n\n"
+        }
+        out += "Online over one address family only:\n\n"
+        for period in periods {
+            let length = Double(period.end - period.start) / 1e9
+            out += "- \(Markup.markdownText(period.text)) from \(Fmt.runTime(period.start)) s to \(Fmt.runTime(period.end)) s (\(Fmt.seconds(length)))\n"
+        }
+        return out + "\n"
     }
 }

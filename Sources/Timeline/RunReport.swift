@@ -1,5 +1,6 @@
 /// One step of a run, as it happened.
 public struct StepRecord: Sendable, Codable, Equatable {
+    /// The step's name in the scenario, e.g. `tunnel`.
     public var name: String
     /// What the step did, e.g. `apply 100-loss`, `link down (router, wifi)`.
     public var action: String
@@ -8,6 +9,7 @@ public struct StepRecord: Sendable, Codable, Equatable {
     /// Run time (ns) when the next step started or the run ended.
     public var end: UInt64
 
+    /// A step that ran from `start` to `end` (run time, ns).
     public init(name: String, action: String, start: UInt64, end: UInt64) {
         self.name = name
         self.action = action
@@ -22,7 +24,9 @@ public struct ExpectationResult: Sendable, Codable, Equatable {
     public var name: String
     /// The rule in words: "reachability reaches offline within 12 s of step 'tunnel'".
     public var rule: String
+    /// The lane the rule watches.
     public var lane: TimelineLane
+    /// True when the rule held.
     public var passed: Bool
     /// What was seen, in words, with times: "offline at 7.412 s, 6.380 s after 'tunnel' started".
     public var evidence: String
@@ -31,6 +35,7 @@ public struct ExpectationResult: Sendable, Codable, Equatable {
     /// The allowed time, for "within" rules (seconds).
     public var limit: Double?
 
+    /// A verdict; `measured` and `limit` only for "within" rules.
     public init(name: String, rule: String, lane: TimelineLane, passed: Bool, evidence: String, measured: Double? = nil, limit: Double? = nil) {
         self.name = name
         self.rule = rule
@@ -46,6 +51,7 @@ public struct ExpectationResult: Sendable, Codable, Equatable {
 public struct RunMetadata: Sendable, Codable, Equatable {
     /// The scenario's name (or the run's, for library users).
     public var name: String
+    /// The scenario's description, empty when it has none.
     public var description: String
     /// The sandbox it ran in.
     public var sandbox: String
@@ -53,10 +59,12 @@ public struct RunMetadata: Sendable, Codable, Equatable {
     public var startedAt: String
     /// Run time (ns) at the end.
     public var duration: UInt64
+    /// The steps in the order they ran.
     public var steps: [StepRecord]
     /// The `--observe` command, if any.
     public var observeCommand: String?
 
+    /// The facts of a run.
     public init(name: String, description: String, sandbox: String, startedAt: String, duration: UInt64, steps: [StepRecord], observeCommand: String? = nil) {
         self.name = name
         self.description = description
@@ -90,8 +98,11 @@ public struct RunError: Sendable, Codable, Equatable {
 
 /// Everything a report is made from: what happened, what was expected, and the metadata.
 public struct RunReport: Sendable, Codable, Equatable {
+    /// Facts about the run.
     public var metadata: RunMetadata
+    /// Every event recorded, in recorded order (writers sort by time).
     public var events: [TimelineEvent]
+    /// One verdict per expectation of the scenario, in scenario order.
     public var expectations: [ExpectationResult]
     /// What stopped the run, if anything did; every report shows it.
     public var errors: [RunError]

@@ -11,16 +11,22 @@ public enum TimelineLane: String, Sendable, Codable, CaseIterable, CustomStringC
     /// The scenario itself: steps starting and ending, expectations judged.
     case scenario
 
+    /// The raw value, e.g. `reachability`.
     public var description: String { rawValue }
 }
 
 /// A value in an event's details: JSON's scalars.
 public enum TimelineValue: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// A JSON string.
     case string(String)
+    /// A JSON number.
     case number(Double)
+    /// A JSON boolean.
     case bool(Bool)
+    /// JSON null.
     case null
 
+    /// Decodes null, a boolean, a number or a string, in that order.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -34,6 +40,7 @@ public enum TimelineValue: Sendable, Equatable, Codable, CustomStringConvertible
         }
     }
 
+    /// Encodes the bare JSON scalar.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -44,6 +51,7 @@ public enum TimelineValue: Sendable, Equatable, Codable, CustomStringConvertible
         }
     }
 
+    /// The value as text; whole numbers without a fraction (`3`, not `3.0`).
     public var description: String {
         switch self {
         case let .string(value): value
@@ -70,6 +78,7 @@ public enum TimelineValue: Sendable, Equatable, Codable, CustomStringConvertible
 public struct TimelineEvent: Sendable, Codable, Equatable {
     /// Nanoseconds since the run started.
     public var t: UInt64
+    /// The lane it belongs to.
     public var lane: TimelineLane
     /// What happened, e.g. `profile-applied`, `path-update`, `probe-round`, `step-started`, `expectation`.
     public var kind: String
@@ -80,6 +89,7 @@ public struct TimelineEvent: Sendable, Codable, Equatable {
     /// Everything else worth keeping (durations, RTTs, reasons, evidence).
     public var details: [String: TimelineValue]
 
+    /// An event at run time `t` (ns).
     public init(t: UInt64, lane: TimelineLane, kind: String, summary: String, state: String? = nil, details: [String: TimelineValue] = [:]) {
         self.t = t
         self.lane = lane
@@ -95,15 +105,25 @@ public struct TimelineEvent: Sendable, Codable, Equatable {
 
 /// Event kinds linkcond itself records (users' apps may add their own on the app lane).
 public enum TimelineKind {
+    /// The run began (lane scenario).
     public static let runStarted = "run-started"
+    /// The run ended (lane scenario).
     public static let runFinished = "run-finished"
+    /// A scenario step began (lane scenario).
     public static let stepStarted = "step-started"
+    /// A scenario step ended (lane scenario).
     public static let stepFinished = "step-finished"
+    /// Conditions on the wire changed (lane conditions); details may carry `profile`, `action`, `netlinkMs`, `links`, `targets`, `backend` and a trace's `trace…` rates.
     public static let conditionsChanged = "conditions-changed"
+    /// The path monitor delivered a path (lane path).
     public static let pathUpdate = "path-update"
+    /// The prober changed its conclusion (lane reachability); details may carry `ipv4`, `ipv6` and `singleFamily`.
     public static let reachabilityUpdate = "reachability-update"
+    /// One probe's outcome (lane reachability): `probe`, `success`, `rttMs`.
     public static let sample = "sample"
+    /// A line the observed app printed (lane app).
     public static let appLine = "app-line"
+    /// An expectation was judged (lane scenario).
     public static let expectation = "expectation"
     /// Something that stopped the run (a failed step).
     public static let error = "error"

@@ -33,167 +33,6 @@ public struct TimelineMetrics: Sendable, Codable, Equatable {
         }
     }
 
-    /// How one lane answered one change of conditions.
-    public struct Reaction: Sendable, Codable, Equatable {
-        public var lane: TimelineLane
-        /// The lane's state when conditions changed (nil: it had reported none yet).
-        public var before: String?
-        /// The state it changed to; nil when it did not react.
-        public var state: String?
-        /// Seconds from the change to the reaction.
-        public var delay: Double?
-        /// Run time (ns) of the reaction.
-        public var t: UInt64?
-
-        public init(lane: TimelineLane, before: String?, state: String? = nil, delay: Double? = nil, t: UInt64? = nil) {
-            self.lane = lane
-            self.before = before
-            self.state = state
-            self.delay = delay
-            self.t = t
-        }
-
-        public var reacted: Bool { state != nil }
-
-        /// "offline after 6.012 s" or "did not react".
-        public var text: String {
-            guard let state, let delay else { return "did not react" }
-            return "\(state) after \(Fmt.seconds(delay))"
-        }
-    }
-
-    /// Whether, and how fast, a lane got back to its good state after a change of conditions.
-    public struct Recovery: Sendable, Codable, Equatable {
-        public enum Outcome: String, Sendable, Codable, Equatable {
-            /// Back in the good state `delay` seconds after the change.
-            case recovered
-            /// Not in the good state at the end of the window.
-            case notRecovered = "not-recovered"
-            /// In the good state throughout the window: nothing to recover from.
-            case stayedGood = "stayed-good"
-            /// The lane reported no state at all up to the end of the window.
-            case noData = "no-data"
-        }
-
-        public var lane: TimelineLane
-        public var goodState: String
-        public var outcome: Outcome
-        /// Seconds from the change until the lane was back in its good state.
-        public var delay: Double?
-        /// Run time (ns) it was back.
-        public var t: UInt64?
-
-        public init(lane: TimelineLane, goodState: String, outcome: Outcome, delay: Double? = nil, t: UInt64? = nil) {
-            self.lane = lane
-            self.goodState = goodState
-            self.outcome = outcome
-            self.delay = delay
-            self.t = t
-        }
-
-        /// "online after 3.004 s", "not online by the next change", "stayed online", "no data".
-        public var text: String {
-            switch outcome {
-            case .recovered: "\(goodState) after \(Fmt.seconds(delay ?? 0))"
-            case .notRecovered: "not \(goodState) before the next change"
-            case .stayedGood: "stayed \(goodState)"
-            case .noData: "no data"
-            }
-        }
-    }
-
-    /// One change of conditions and what followed it.
-    public struct ConditionChange: Sendable, Codable, Equatable {
-        /// 1-based, in run order.
-        public var index: Int
-        /// Run time (ns) of the change.
-        public var t: UInt64
-        /// End of the window the reactions are looked for in: the next change, or the end of the run (ns).
-        public var windowEnd: UInt64
-        /// The step it happened in.
-        public var step: String?
-        /// What was on the wire before (nil for the first change).
-        public var from: String?
-        /// What is on the wire now.
-        public var to: String
-        public var profile: String?
-        public var action: String?
-        /// How long the netlink transaction took (ms), when recorded.
-        public var netlinkMs: Double?
-        /// One per `TimelineMetrics.reactionLanes`.
-        public var reactions: [Reaction]
-        /// One per reaction lane that has a good state (path, reachability).
-        public var recoveries: [Recovery]
-
-        public func reaction(_ lane: TimelineLane) -> Reaction? { reactions.first { $0.lane == lane } }
-        public func recovery(_ lane: TimelineLane) -> Recovery? { recoveries.first { $0.lane == lane } }
-    }
-
-    /// State changes of one lane.
-    public struct LaneCount: Sendable, Codable, Equatable {
-        public var lane: TimelineLane
-        public var count: Int
-
-        public init(lane: TimelineLane, count: Int) {
-            self.lane = lane
-            self.count = count
-        }
-    }
-
-    /// RTT statistics (milliseconds) of successful samples.
-    public struct RTTStats: Sendable, Codable, Equatable {
-        public var count: Int
-        public var min: Double
-        public var median: Double
-        public var p95: Double
-        public var max: Double
-
-        public init(count: Int, min: Double, median: Double, p95: Double, max: Double) {
-            self.count = count
-            self.min = min
-            self.median = median
-            self.p95 = p95
-            self.max = max
-        }
-
-        /// Statistics of `values`, nil when there are none.
-        public init?(_ values: [Double]) {
-            guard !values.isEmpty else { return nil }
-            let sorted = values.sorted()
-            self.init(
-                count: sorted.count, min: sorted[0], median: Self.quantile(sorted, 0.5), p95: Self.quantile(sorted, 0.95),
-                max: sorted[sorted.count - 1])
-        }
-
-        /// Linear interpolation between closest ranks (position `q * (n - 1)`), `sorted` ascending.
-        public static func quantile(_ sorted: [Double], _ q: Double) -> Double {
-            precondition(!sorted.isEmpty)
-            let position = q * Double(sorted.count - 1)
-            let lower = Int(position.rounded(.down))
-            let upper = Swift.min(lower + 1, sorted.count - 1)
-            let fraction = position - Double(lower)
-            return sorted[lower] + (sorted[upper] - sorted[lower]) * fraction
-        }
-    }
-
-    /// Probe statistics and state changes within one step (or the whole run).
-    public struct Interval: Sendable, Codable, Equatable {
-        public var name: String
-        /// Run time (ns).
-        public var start: UInt64
-        public var end: UInt64
-        /// Probe samples in the interval.
-        public var samples: Int
-        public var failures: Int
-        /// failures / samples, nil without samples.
-        public var loss: Double?
-        public var rtt: RTTStats?
-        /// One per `TimelineMetrics.flapLanes`.
-        public var flaps: [LaneCount]
-
-        public func flaps(_ lane: TimelineLane) -> Int { flaps.first { $0.lane == lane }?.count ?? 0 }
-    }
-
     /// One per conditions-changed event, in run order.
     public var changes: [ConditionChange]
     /// State changes per lane over the whole run, one per `flapLanes`.
@@ -202,14 +41,19 @@ public struct TimelineMetrics: Sendable, Codable, Equatable {
     public var steps: [Interval]
     /// The whole run.
     public var run: Interval
+    /// Periods online over one address family only; nil when no update reported per-family states.
+    public var singleFamily: [SingleFamilyPeriod]?
 
+    /// State changes of `lane` over the run.
     public func flaps(_ lane: TimelineLane) -> Int { flaps.first { $0.lane == lane }?.count ?? 0 }
 
-    public init(changes: [ConditionChange], flaps: [LaneCount], steps: [Interval], run: Interval) {
+    /// Metrics as given (for decoding and tests).
+    public init(changes: [ConditionChange], flaps: [LaneCount], steps: [Interval], run: Interval, singleFamily: [SingleFamilyPeriod]? = nil) {
         self.changes = changes
         self.flaps = flaps
         self.steps = steps
         self.run = run
+        self.singleFamily = singleFamily
     }
 
     /// Computes the metrics of `report`.
@@ -281,13 +125,15 @@ public struct TimelineMetrics: Sendable, Codable, Equatable {
                 recoveries.append(recovery)
             }
             let wire = event.state ?? event.details["profile"]?.string ?? event.summary
+            let scope = ConditionScope(event)
             changes.append(
                 ConditionChange(
                     index: offset + 1, t: event.t, windowEnd: windowEnd,
                     step: Self.step(containing: event.t, in: report.metadata.steps)?.name,
                     from: previousWire, to: wire, profile: event.details["profile"]?.string,
                     action: event.details["action"]?.string, netlinkMs: event.details["netlinkMs"]?.number,
-                    reactions: reactions, recoveries: recoveries))
+                    reactions: reactions, recoveries: recoveries, links: scope.links, targets: scope.targets, backend: scope.backend,
+                    traceUplinkMeanBps: scope.uplinkMeanBps, traceDownlinkMeanBps: scope.downlinkMeanBps))
             previousWire = wire
         }
 
@@ -306,6 +152,7 @@ public struct TimelineMetrics: Sendable, Codable, Equatable {
         self.steps = intervals
         self.run = Self.interval(name: "whole run", start: 0, end: end, inclusiveEnd: true, samples: samples, transitions: transitions)
         self.flaps = self.run.flaps
+        self.singleFamily = FamilyReachability.isRecorded(in: events) ? FamilyReachability.singleFamilyPeriods(events: events, end: end) : nil
     }
 
     // MARK: - Building blocks

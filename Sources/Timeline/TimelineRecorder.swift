@@ -5,9 +5,12 @@ import Synchronization
 
 /// The error type of the timeline layer.
 public enum TimelineError: Error, Sendable, CustomStringConvertible {
+    /// A file operation failed with `errno`.
     case io(path: String, operation: String, errno: Int32)
+    /// A value could not be encoded or decoded.
     case encoding(String)
 
+    /// The path, what failed and the system's reason.
     public var description: String {
         switch self {
         case let .io(path, operation, code): "\(path): cannot \(operation): \(String(cString: strerror(code)))"
@@ -105,12 +108,15 @@ public final class TimelineRecorder: Sendable {
 /// Reads an `events.jsonl` back, in time order. A last line cut short by a crash is skipped, not fatal;
 /// any other unreadable line is reported with its line number.
 public enum TimelineReader {
+    /// What `read` found.
     public struct Result: Sendable {
+        /// The events, in time order.
         public var events: [TimelineEvent]
         /// True when the file ended in a partial line (the writer died mid-line).
         public var truncatedTail: Bool
     }
 
+    /// Reads the file at `path`; throws when it cannot be read or a line other than the last is not an event.
     public static func read(path: String) throws(TimelineError) -> Result {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .io(path: path, operation: "read", errno: errno == 0 ? ENOENT : errno)

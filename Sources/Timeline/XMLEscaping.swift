@@ -146,4 +146,32 @@ enum Fmt {
 
     /// A ratio 0…1 as a percentage: `12.5 %`.
     static func percent(_ ratio: Double) -> String { fixed(ratio * 100, 1) + " %" }
+
+    /// A rate in bits per second for people: `850 bit/s`, `512 kbit/s`, `2.4 Mbit/s`, `12 Mbit/s`, `1.2 Gbit/s`.
+    static func bitRate(_ bps: Double) -> String {
+        let (value, prefix) = scaled(bps)
+        return trimmed(value) + " \(prefix)bit/s"
+    }
+
+    /// A rate for an axis label: `0`, `500k`, `2.5M`, `12M`, `1G`.
+    static func bitRateTick(_ bps: Double) -> String {
+        let (value, prefix) = scaled(bps)
+        return trimmed(value) + prefix
+    }
+
+    /// `bps` in the largest of bit, kbit, Mbit, Gbit that keeps it at least 1.
+    private static func scaled(_ bps: Double) -> (Double, String) {
+        let magnitude = abs(bps)
+        if magnitude >= 1e9 { return (bps / 1e9, "G") }
+        if magnitude >= 1e6 { return (bps / 1e6, "M") }
+        if magnitude >= 1e3 { return (bps / 1e3, "k") }
+        return (bps, "")
+    }
+
+    /// One decimal below 100 (a trailing `.0` dropped), none from 100 on.
+    private static func trimmed(_ value: Double) -> String {
+        if abs(value) >= 100 { return fixed(value, 0) }
+        let text = fixed(value, 1)
+        return text.hasSuffix(".0") ? String(text.dropLast(2)) : text
+    }
 }

@@ -193,4 +193,114 @@ enum ReportFixtures {
         let metadata = RunMetadata(name: "long", description: "ten minutes of flapping", sandbox: "lc", startedAt: "2025-03-14T10:00:00Z", duration: ns(duration), steps: steps)
         return RunReport(metadata: metadata, events: events, expectations: expectations)
     }
+
+    // MARK: - Beyond the presets: scoped conditions, traces, address families, failed steps
+
+    /// A conditions change with the optional details of scoped and trace-driven conditions.
+    static func scopedConditions(
+        _ t: Double, _ state: String, profile: String?, action: String, links: String? = nil, targets: String? = nil, backend: String? = nil,
+        trace: (upMean: Double, downMean: Double, up: String, down: String)? = nil
+    ) -> TimelineEvent {
+        var event = conditions(t, state, profile: profile, action: action)
+        if let links { event.details["links"] = .string(links) }
+        if let targets { event.details["targets"] = .string(targets) }
+        if let backend { event.details["backend"] = .string(backend) }
+        if let trace {
+            event.details["traceUplinkMeanBps"] = .number(trace.upMean)
+            event.details["traceDownlinkMeanBps"] = .number(trace.downMean)
+            event.details["traceUplinkRates"] = .string(trace.up)
+            event.details["traceDownlinkRates"] = .string(trace.down)
+        }
+        return event
+    }
+
+    /// A reachability update with per-family states.
+    static func familyUpdate(_ t: Double, _ state: String, previous: String, ipv4: String, ipv6: String, singleFamily: Bool) -> TimelineEvent {
+        var event = reachability(t, state, previous: previous, quality: "good", rttMs: 60, loss: 0)
+        event.details["ipv4"] = .string(ipv4)
+        event.details["ipv6"] = .string(ipv6)
+        event.details["singleFamily"] = .bool(singleFamily)
+        event.summary = "reachability \(state) (IPv4 \(ipv4), IPv6 \(ipv6))"
+        return event
+    }
+
+    /// LTE on wifi (netem), then a trace-driven walk on cellular for HTTPS and ICMPv6 only (userspace), then clear.
+    /// The trace has four seconds per direction — uplink 1, 2, 3, 2 Mbit/s (mean 2), downlink 12, 8, 4, 10 Mbit/s
+    /// (mean 8.5) — and loops from 10.020 s until the clear at 25 s.
+    static func scopedTrace() -> RunReport {
+        let steps = [
+            StepRecord(name: "wifi-lte", action: "apply lte to wifi", start: 0, end: ns(10)),
+            StepRecord(name: "cell-trace", action: "apply trace-walk to cellular", start: ns(10), end: ns(25)),
+            StepRecord(name: "clear", action: "clear", start: ns(25), end: ns(30)),
+        ]
+        var events: [TimelineEvent] = [
+            scenario(0, TimelineKind.stepStarted, "step 'wifi-lte': apply lte to wifi"),
+            scopedConditions(0.05, "lte", profile: "lte", action: "apply lte", links: "wifi", backend: "netem"),
+            path(0.06, "satisfied", baseline: true, interfaces: "wl0, ww0"),
+            reachability(0.9, "online", previous: "unknown", quality: "good", rttMs: 61, loss: 0),
+            scenario(10, TimelineKind.stepStarted, "step 'cell-trace': apply trace-walk to cellular"),
+            scopedConditions(
+                10.02, "trace-walk", profile: "trace-walk", action: "apply trace-walk", links: "cellular",
+                targets: "tcp 198.19.0.0/24 port 443; icmp 2001:2::/48", backend: "userspace",
+                trace: (2_000_000, 8_500_000, "1000000,2000000,3000000,2000000", "12000000,8000000,4000000,10000000")),
+            scenario(25, TimelineKind.stepStarted, "step 'clear': clear"),
+            scopedConditions(25, "clear", profile: nil, action: "clear", backend: "userspace"),
+        ]
+        for second in stride(from: 1.0, to: 30, by: 2) {
+            events.append(sample(second, rttMs: second < 10 ? 60 + second : 95 + second))
+        }
+        events.sort { $0.t < $1.t }
+        let metadata = RunMetadata(
+            name: "cellular-trace", description: "A trace-driven walk on cellular for HTTPS while wifi stays on LTE.", sandbox: "lc",
+            startedAt: "2025-03-14T11:00:00Z", duration: ns(30), steps: steps)
+        return RunReport(metadata: metadata, events: events, expectations: [])
+    }
+
+    /// Dual stack: both families online; IPv6 goes offline at 5 s (online over IPv4 only until 12 s); both
+    /// offline at 15 s; at 18 s online over IPv6 only, IPv4 behind a portal, until the end at 22 s.
+    static func dualStack() -> RunReport {
+        let steps = [
+            StepRecord(name: "both", action: "wait", start: 0, end: ns(5)),
+            StepRecord(name: "no-v6-route", action: "remove the IPv6 default route", start: ns(5), end: ns(12)),
+            StepRecord(name: "restore", action: "restore the IPv6 default route", start: ns(12), end: ns(15)),
+            StepRecord(name: "v4-portal", action: "captive portal on (IPv4)", start: ns(15), end: ns(22)),
+        ]
+        var events: [TimelineEvent] = [
+            conditions(0.05, "clear", profile: nil, action: "clear"),
+            path(0.06, "satisfied", baseline: true),
+            familyUpdate(0.9, "online", previous: "unknown", ipv4: "online", ipv6: "online", singleFamily: false),
+            conditions(5.0, "no IPv6 route", profile: nil, action: "remove the IPv6 default route"),
+            familyUpdate(5.4, "online", previous: "online", ipv4: "online", ipv6: "offline", singleFamily: true),
+            conditions(12.0, "clear", profile: nil, action: "restore the IPv6 default route"),
+            familyUpdate(12.6, "online", previous: "online", ipv4: "online", ipv6: "online", singleFamily: false),
+            conditions(15.0, "portal (IPv4)", profile: nil, action: "captive portal on (IPv4)"),
+            familyUpdate(15.5, "offline", previous: "online", ipv4: "offline", ipv6: "offline", singleFamily: false),
+            familyUpdate(18.0, "online", previous: "offline", ipv4: "portal", ipv6: "online", singleFamily: true),
+        ]
+        for second in stride(from: 1.0, to: 22, by: 1) {
+            events.append(sample(second, rttMs: (15.5..<18).contains(second) ? nil : 50))
+        }
+        events.sort { $0.t < $1.t }
+        let metadata = RunMetadata(
+            name: "dual-stack", description: "IPv6 and IPv4 taken away one at a time.", sandbox: "lc", startedAt: "2025-03-14T12:00:00Z",
+            duration: ns(22), steps: steps)
+        return RunReport(metadata: metadata, events: events, expectations: [])
+    }
+
+    /// The tunnel run stopped at its second step: the kernel has no netem.
+    static func failedStep() -> RunReport {
+        var report = tunnel()
+        report.metadata.duration = ns(8.1)
+        report.metadata.steps = [report.metadata.steps[0], StepRecord(name: "tunnel", action: "apply 100-loss", start: ns(8), end: ns(8.1))]
+        report.events = report.events.filter { $0.t <= ns(8.0) }
+        report.events.append(
+            scenario(8.041, TimelineKind.error, "step 'tunnel' failed", details: ["message": .string("Specified qdisc kind is unknown")]))
+        report.expectations = []
+        report.errors = [
+            RunError(
+                step: "tunnel", message: "cannot apply 100-loss on c-wl0: RTNETLINK answers: Specified qdisc kind is unknown <netem>",
+                hint: "this kernel has no sch_netem: run `linkcond doctor`, or use --backend userspace", t: ns(8.041))
+        ]
+        return report
+    }
 }

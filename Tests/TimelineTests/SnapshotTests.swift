@@ -3,7 +3,7 @@ import XCTest
 
 @testable import Timeline
 
-/// `summary.md` and `junit.xml` of the constructed tunnel run, compared byte for byte with the files in
+/// `summary.md`, `junit.xml` and `timeline.html` of the constructed runs, compared byte for byte with the files in
 /// `Tests/TimelineTests/Snapshots/`.
 ///
 /// To regenerate them after an intended change of a writer:
@@ -40,6 +40,16 @@ final class SnapshotTests: XCTestCase {
         }
     }
 
+    /// A page with its stylesheet left out: every page inlines the same one, which has a snapshot of its own.
+    private func page(_ report: RunReport) -> String {
+        HTMLReportWriter.render(report).replacingOccurrences(of: "<style>\n\(HTMLReportWriter.css)</style>", with: "<style>/* timeline.css */</style>")
+    }
+
+    func testStylesheetSnapshot() throws {
+        XCTAssertTrue(HTMLReportWriter.render(ReportFixtures.tunnel()).contains("<style>\n\(HTMLReportWriter.css)</style>"))
+        try assertSnapshot(HTMLReportWriter.css, named: "timeline.css")
+    }
+
     func testSummaryMarkdownSnapshot() throws {
         try assertSnapshot(MarkdownWriter.render(ReportFixtures.tunnel()), named: "summary.md")
     }
@@ -54,5 +64,35 @@ final class SnapshotTests: XCTestCase {
 
     func testHostileJUnitSnapshot() throws {
         try assertSnapshot(JUnitWriter.render(ReportFixtures.hostileReport()), named: "hostile-junit.xml")
+    }
+
+    func testTimelineHTMLSnapshot() throws {
+        try assertSnapshot(page(ReportFixtures.tunnel()), named: "timeline.html")
+    }
+
+    func testHostileTimelineHTMLSnapshot() throws {
+        try assertSnapshot(page(ReportFixtures.hostileReport()), named: "hostile-timeline.html")
+    }
+
+    // Scoped conditions with a trace, per-family reachability, a failed step.
+
+    func testScopedTraceSnapshots() throws {
+        let report = ReportFixtures.scopedTrace()
+        try assertSnapshot(page(report), named: "scoped-trace-timeline.html")
+        try assertSnapshot(MarkdownWriter.render(report), named: "scoped-trace-summary.md")
+        try assertSnapshot(JSONReportWriter.render(report), named: "scoped-trace-timeline.json")
+    }
+
+    func testDualStackSnapshots() throws {
+        let report = ReportFixtures.dualStack()
+        try assertSnapshot(page(report), named: "dual-stack-timeline.html")
+        try assertSnapshot(MarkdownWriter.render(report), named: "dual-stack-summary.md")
+    }
+
+    func testFailedStepSnapshots() throws {
+        let report = ReportFixtures.failedStep()
+        try assertSnapshot(page(report), named: "failed-step-timeline.html")
+        try assertSnapshot(MarkdownWriter.render(report), named: "failed-step-summary.md")
+        try assertSnapshot(JUnitWriter.render(report), named: "failed-step-junit.xml")
     }
 }

@@ -3,7 +3,7 @@ import XCTest
 
 @testable import Timeline
 
-/// Metrics as a pure function of constructed events. Expected numbers are computed from the inputs.
+/// Metrics as a pure function of constructed events. Expected numbers are worked out by hand from the inputs.
 final class TimelineMetricsTests: XCTestCase {
     typealias F = ReportFixtures
 
@@ -12,8 +12,6 @@ final class TimelineMetricsTests: XCTestCase {
             metadata: RunMetadata(name: "t", description: "", sandbox: "lc", startedAt: "x", duration: F.ns(duration), steps: steps),
             events: events, expectations: [])
     }
-
-    private func seconds(_ from: Double, _ to: Double) -> Double { Double(F.ns(to) - F.ns(from)) / 1e9 }
 
     /// LTE at 1 s, 100 % loss at 10 s, 3G at 20 s, LTE at 30 s; reachability offline 6.2 s into the loss,
     /// online 3 s after 3G; the path never changes.
@@ -40,7 +38,7 @@ final class TimelineMetricsTests: XCTestCase {
         let first = metrics.changes[0]
         XCTAssertEqual(first.reaction(.path), .init(lane: .path, before: nil))
         XCTAssertEqual(first.reaction(.reachability)?.state, "online")
-        XCTAssertEqual(first.reaction(.reachability)?.delay, seconds(1, 1.5))
+        XCTAssertEqual(first.reaction(.reachability)!.delay!, 0.5, accuracy: 1e-9)
         XCTAssertEqual(first.reaction(.reachability)?.t, F.ns(1.5))
         XCTAssertFalse(first.reaction(.app)!.reacted)
 
@@ -50,7 +48,7 @@ final class TimelineMetricsTests: XCTestCase {
         XCTAssertEqual(loss.reaction(.path)?.before, "satisfied")
         XCTAssertEqual(loss.reaction(.reachability)?.state, "offline")
         XCTAssertEqual(loss.reaction(.reachability)?.before, "online")
-        XCTAssertEqual(loss.reaction(.reachability)!.delay!, seconds(10, 16.2), accuracy: 1e-9)
+        XCTAssertEqual(loss.reaction(.reachability)!.delay!, 6.2, accuracy: 1e-9)
         XCTAssertEqual(loss.reaction(.reachability)?.text, "offline after 6.200 s")
         XCTAssertEqual(loss.profile, "100-loss")
         XCTAssertEqual(loss.action, "apply 100-loss")
@@ -58,10 +56,9 @@ final class TimelineMetricsTests: XCTestCase {
 
         // Change 3 (3G): online after 3 s. Change 4: nothing happens.
         XCTAssertEqual(metrics.changes[2].reaction(.reachability)?.state, "online")
-        XCTAssertEqual(metrics.changes[2].reaction(.reachability)!.delay!, seconds(20, 23), accuracy: 1e-9)
-        for lane in TimelineMetrics.reactionLanes {
-            XCTAssertFalse(metrics.changes[3].reaction(lane)!.reacted, "\(lane)")
-        }
+        XCTAssertEqual(metrics.changes[2].reaction(.reachability)!.delay!, 3, accuracy: 1e-9)
+        XCTAssertEqual(metrics.changes[3].reactions.map(\.lane), [.path, .reachability, .app])
+        XCTAssertEqual(metrics.changes[3].reactions.map(\.reacted), [false, false, false])
     }
 
     func testRecovery() {
@@ -69,13 +66,13 @@ final class TimelineMetricsTests: XCTestCase {
         let path = metrics.changes.map { $0.recovery(.path)!.outcome }
         // Change 1: the path had no state, then became satisfied; afterwards it never leaves it.
         XCTAssertEqual(path, [.recovered, .stayedGood, .stayedGood, .stayedGood])
-        XCTAssertEqual(metrics.changes[0].recovery(.path)?.delay, seconds(1, 1.1))
+        XCTAssertEqual(metrics.changes[0].recovery(.path)!.delay!, 0.1, accuracy: 1e-9)
 
         let reachability = metrics.changes.map { $0.recovery(.reachability)! }
         XCTAssertEqual(reachability.map(\.outcome), [.recovered, .notRecovered, .recovered, .stayedGood])
-        XCTAssertEqual(reachability[0].delay, seconds(1, 1.5))
+        XCTAssertEqual(reachability[0].delay!, 0.5, accuracy: 1e-9)
         XCTAssertNil(reachability[1].delay)
-        XCTAssertEqual(reachability[2].delay!, seconds(20, 23), accuracy: 1e-9)
+        XCTAssertEqual(reachability[2].delay!, 3, accuracy: 1e-9)
         XCTAssertEqual(reachability[2].t, F.ns(23))
         XCTAssertEqual(reachability[2].text, "online after 3.000 s")
         XCTAssertEqual(reachability[1].text, "not online before the next change")
@@ -93,9 +90,9 @@ final class TimelineMetricsTests: XCTestCase {
         ]
         let change = TimelineMetrics(report(events, duration: 10)).changes[0]
         XCTAssertEqual(change.reaction(.path)?.state, "unsatisfied")
-        XCTAssertEqual(change.reaction(.path)!.delay!, seconds(5, 5.25), accuracy: 1e-9)
+        XCTAssertEqual(change.reaction(.path)!.delay!, 0.25, accuracy: 1e-9)
         XCTAssertEqual(change.recovery(.path)?.outcome, .recovered)
-        XCTAssertEqual(change.recovery(.path)!.delay!, seconds(5, 6.75), accuracy: 1e-9)
+        XCTAssertEqual(change.recovery(.path)!.delay!, 1.75, accuracy: 1e-9)
         XCTAssertNil(change.profile)
         XCTAssertEqual(change.recovery(.reachability)?.outcome, .noData)
         XCTAssertEqual(change.recovery(.reachability)?.text, "no data")
@@ -114,7 +111,7 @@ final class TimelineMetricsTests: XCTestCase {
         let metrics = TimelineMetrics(report(events, duration: 12))
         XCTAssertFalse(metrics.changes[0].reaction(.reachability)!.reacted)
         XCTAssertEqual(metrics.changes[0].recovery(.reachability)?.outcome, .stayedGood)
-        XCTAssertEqual(metrics.changes[1].reaction(.reachability)!.delay!, seconds(4, 9), accuracy: 1e-9)
+        XCTAssertEqual(metrics.changes[1].reaction(.reachability)!.delay!, 5, accuracy: 1e-9)
         // The app's first state has no `previous`: it establishes the lane, it is no change.
         XCTAssertFalse(metrics.changes[1].reaction(.app)!.reacted)
     }
@@ -128,7 +125,7 @@ final class TimelineMetricsTests: XCTestCase {
         ]
         let change = TimelineMetrics(report(events, duration: 5)).changes[0]
         XCTAssertEqual(change.reaction(.app)?.state, "offline")
-        XCTAssertEqual(change.reaction(.app)!.delay!, seconds(1, 3.5), accuracy: 1e-9)
+        XCTAssertEqual(change.reaction(.app)!.delay!, 2.5, accuracy: 1e-9)
         XCTAssertEqual(change.reaction(.app)?.before, "online")
     }
 
@@ -151,26 +148,16 @@ final class TimelineMetricsTests: XCTestCase {
         events.sort { $0.t < $1.t }
         let metrics = TimelineMetrics(report(events, duration: 20, steps: steps))
 
-        // Count the changes from the inputs: a change is a state different from the one before
-        // (the first reachability state counts because its `previous` is "unknown").
-        func changes(_ states: [String], initial: String?) -> [Bool] {
-            var last = initial
-            return states.map { state in
-                defer { last = state }
-                return last != nil && last != state
-            }
-        }
-        let reachabilityChanges = changes(reachabilityStates, initial: "unknown")
-        let total = reachabilityChanges.filter { $0 }.count
-        XCTAssertEqual(metrics.flaps(.reachability), total)
+        // Reachability by hand: online (from unknown: a change), offline, online, online (none), limited, online,
+        // offline, offline (none), online — 7 changes, 3 of them before 10 s (step a), 4 after (step b).
+        XCTAssertEqual(metrics.flaps(.reachability), 7)
         XCTAssertEqual(metrics.flaps(.path), 2)
         XCTAssertEqual(metrics.flaps(.conditions), 1)  // the first profile establishes the lane
         XCTAssertEqual(metrics.flaps(.app), 0)
-        let inA = zip(times, reachabilityChanges).filter { $0.0 < 10 && $0.1 }.count
-        XCTAssertEqual(metrics.steps.map { $0.flaps(.reachability) }, [inA, total - inA])
+        XCTAssertEqual(metrics.steps.map { $0.flaps(.reachability) }, [3, 4])
         XCTAssertEqual(metrics.steps.map { $0.flaps(.path) }, [0, 2])
         XCTAssertEqual(metrics.steps.map { $0.flaps(.conditions) }, [0, 1])
-        XCTAssertEqual(metrics.flaps.map(\.lane), TimelineMetrics.flapLanes)
+        XCTAssertEqual(metrics.flaps.map(\.lane), [.conditions, .path, .reachability, .app])
     }
 
     func testRTTAndLossPerStep() {
@@ -186,34 +173,36 @@ final class TimelineMetricsTests: XCTestCase {
         // A sample without `success` but with an RTT counts as a success; one with neither as a failure.
         events.append(TimelineEvent(t: F.ns(19.5), lane: .reachability, kind: TimelineKind.sample, summary: "", details: ["rttMs": .number(140)]))
         events.append(TimelineEvent(t: F.ns(19.6), lane: .reachability, kind: TimelineKind.sample, summary: "", details: ["rttMs": .null]))
-        let threeGAll = threeG + [140, nil]
         let metrics = TimelineMetrics(report(events, duration: 20, steps: steps))
 
-        func quantile(_ values: [Double], _ q: Double) -> Double {
-            let sorted = values.sorted()
-            let position = q * Double(sorted.count - 1)
-            let low = Int(position)
-            let high = min(low + 1, sorted.count - 1)
-            return sorted[low] + (sorted[high] - sorted[low]) * (position - Double(low))
-        }
-        for (interval, values) in zip(metrics.steps, [lte, threeGAll]) {
-            let ok = values.compactMap { $0 }
-            XCTAssertEqual(interval.samples, values.count, interval.name)
-            XCTAssertEqual(interval.failures, values.count - ok.count, interval.name)
-            XCTAssertEqual(interval.loss!, Double(values.count - ok.count) / Double(values.count), accuracy: 1e-12)
-            XCTAssertEqual(interval.rtt?.count, ok.count)
-            XCTAssertEqual(interval.rtt?.min, ok.min())
-            XCTAssertEqual(interval.rtt?.max, ok.max())
-            XCTAssertEqual(interval.rtt!.median, quantile(ok, 0.5), accuracy: 1e-9)
-            XCTAssertEqual(interval.rtt!.p95, quantile(ok, 0.95), accuracy: 1e-9)
-        }
-        let all = (lte + threeGAll)
-        XCTAssertEqual(metrics.run.samples, all.count)
-        XCTAssertEqual(metrics.run.rtt!.median, quantile(all.compactMap { $0 }, 0.5), accuracy: 1e-9)
-        // Median of an even count (eight successful LTE samples) interpolates between the middle pair.
-        let lteSorted = lte.compactMap { $0 }.sorted()
-        XCTAssertEqual(lteSorted.count % 2, 0)
-        XCTAssertEqual(metrics.steps[0].rtt!.median, (lteSorted[lteSorted.count / 2 - 1] + lteSorted[lteSorted.count / 2]) / 2, accuracy: 1e-9)
+        // Worked out by hand. Quantiles interpolate at position q * (n - 1) of the sorted values.
+        // lte: 9 samples, 1 failed; sorted 58.5 59 61 63 64 66.25 72 90 — median at 3.5: (63 + 64) / 2 = 63.5,
+        //      p95 at 6.65: 72 + 0.65 * (90 - 72) = 83.7.
+        // 3g: 7 samples (5 with success, 140 without success, one with neither), 3 failed; sorted 101.5 118 130 140 —
+        //      median at 1.5: 124, p95 at 2.85: 130 + 0.85 * 10 = 138.5.
+        assertInterval(metrics.steps[0], samples: 9, failures: 1, loss: 1.0 / 9.0, rtt: (8, 58.5, 63.5, 83.7, 90))
+        assertInterval(metrics.steps[1], samples: 7, failures: 3, loss: 3.0 / 7.0, rtt: (4, 101.5, 124, 138.5, 140))
+        // The whole run: 16 samples, 4 failed; 12 RTTs, median at 5.5: (66.25 + 72) / 2 = 69.125,
+        // p95 at 10.45: 130 + 0.45 * 10 = 134.5.
+        XCTAssertEqual(metrics.run.samples, 16)
+        XCTAssertEqual(metrics.run.failures, 4)
+        XCTAssertEqual(metrics.run.rtt!.median, 69.125, accuracy: 1e-9)
+        XCTAssertEqual(metrics.run.rtt!.p95, 134.5, accuracy: 1e-9)
+    }
+
+    private func assertInterval(
+        _ interval: TimelineMetrics.Interval, samples: Int, failures: Int, loss: Double,
+        rtt expected: (count: Int, min: Double, median: Double, p95: Double, max: Double), line: UInt = #line
+    ) {
+        XCTAssertEqual(interval.samples, samples, interval.name, line: line)
+        XCTAssertEqual(interval.failures, failures, interval.name, line: line)
+        XCTAssertEqual(interval.loss ?? -1, loss, accuracy: 1e-12, interval.name, line: line)
+        guard let rtt = interval.rtt else { return XCTFail("no RTT in \(interval.name)", line: line) }
+        XCTAssertEqual(rtt.count, expected.count, interval.name, line: line)
+        XCTAssertEqual(rtt.min, expected.min, interval.name, line: line)
+        XCTAssertEqual(rtt.median, expected.median, accuracy: 1e-9, interval.name, line: line)
+        XCTAssertEqual(rtt.p95, expected.p95, accuracy: 1e-9, interval.name, line: line)
+        XCTAssertEqual(rtt.max, expected.max, interval.name, line: line)
     }
 
     func testStepsWithoutSamples() {
@@ -250,10 +239,10 @@ final class TimelineMetricsTests: XCTestCase {
         let report = ReportFixtures.tunnel()
         let metrics = TimelineMetrics(report)
         XCTAssertEqual(metrics.changes.count, 4)
-        XCTAssertEqual(metrics.changes[1].reaction(.reachability)!.delay!, seconds(8.041, 14.102), accuracy: 1e-9)
+        XCTAssertEqual(metrics.changes[1].reaction(.reachability)!.delay!, 6.061, accuracy: 1e-9)
         XCTAssertEqual(metrics.changes[1].reaction(.path)?.reacted, false)
         XCTAssertEqual(metrics.changes[1].reaction(.app)?.state, "offline")
-        XCTAssertEqual(metrics.changes[2].recovery(.reachability)!.delay!, seconds(20.036, 23.108), accuracy: 1e-9)
+        XCTAssertEqual(metrics.changes[2].recovery(.reachability)!.delay!, 3.072, accuracy: 1e-9)
         XCTAssertEqual(metrics.steps.map(\.name), ["lte", "tunnel", "exit-3g", "back-to-lte"])
         XCTAssertEqual(metrics.steps[1].loss, 1)
         XCTAssertEqual(metrics.flaps(.path), 0)
