@@ -229,15 +229,36 @@ public final class LinkLab: @unchecked Sendable {
 
     // MARK: Conditions
 
-    private func recordConditions(_ state: String, action: String, profile: String? = nil, _ body: () throws -> Int) throws {
+    private func recordConditions(
+        _ state: String, action: String, profile: Profile? = nil, links: Set<Sandbox.ClientLink>? = nil, _ body: () throws -> Int
+    ) throws {
         let started = MonotonicClock.nanoseconds()
         let requests = try body()
         let milliseconds = Double(MonotonicClock.nanoseconds() - started) / 1e6
         var details: [String: TimelineValue] = ["action": .string(action), "netlinkMs": .number(milliseconds), "requests": .number(Double(requests))]
-        if let profile { details["profile"] = .string(profile) }
+        if let profile { details.merge(Self.details(of: profile), uniquingKeysWith: { _, new in new }) }
+        if let links { details[TimelineDetail.links] = .string(links.map(\.rawValue).sorted().joined(separator: ",")) }
+        details[TimelineDetail.backend] = .string(conditions.kind.rawValue)
         try recorder.record(TimelineEvent(
             t: recorder.runTime(ofMonotonic: started), lane: .conditions, kind: TimelineKind.conditionsChanged,
             summary: "\(action) (\(String(format: "%.1f", milliseconds)) ms)", state: state, details: details))
+    }
+
+    /// What the conditions lane records of a profile: its name, its targets and its traces' rates.
+    static func details(of profile: Profile) -> [String: TimelineValue] {
+        var details: [String: TimelineValue] = ["profile": .string(profile.name)]
+        if !profile.targets.isEmpty {
+            details[TimelineDetail.targets] = .string(profile.targets.map(\.description).joined(separator: "; "))
+        }
+        for (trace, meanKey, ratesKey) in [
+            (profile.uplink.trace, TimelineDetail.traceUplinkMeanBps, TimelineDetail.traceUplinkRates),
+            (profile.downlink.trace, TimelineDetail.traceDownlinkMeanBps, TimelineDetail.traceDownlinkRates),
+        ] {
+            guard let summary = trace?.summary else { continue }
+            details[meanKey] = .number(summary.meanRate)
+            details[ratesKey] = .string(summary.perSecondRates.map { String(Int64($0.rounded())) }.joined(separator: ","))
+        }
+        return details
     }
 
     /// Applies a profile (catalog name or path) and records it on the conditions lane.
@@ -247,11 +268,18 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Applies a profile and records it on the conditions lane, with the transaction's duration.
     public func apply(_ profile: Profile) throws {
+        try apply(profile, links: nil)
+    }
+
+    /// Applies a profile to some of the client's links (nil: every link) and records it on the conditions
+    /// lane, with the transaction's duration, the links, the targets and the backend.
+    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?) throws {
         remember("conditions") { [sandbox, initialConditions, conditions, options] in
             try Self.restore(initialConditions, on: conditions, sandbox: sandbox, catalogDirectory: options.catalogDirectory)
         }
-        try recordConditions(profile.name, action: "apply \(profile.name)", profile: profile.name) {
-            try conditions.apply(profile, links: nil).requests
+        let scope = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
+        try recordConditions(profile.name, action: "apply \(profile.name)\(scope)", profile: profile, links: links) {
+            try conditions.apply(profile, links: links).requests
         }
     }
 
