@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "PathMonitor", targets: ["PathMonitor"]),
         .library(name: "Timeline", targets: ["Timeline"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
+        .library(name: "PacketEngine", targets: ["PacketEngine"]),
         .executable(name: "linkcond", targets: ["linkcond"]),
     ],
     targets: [
@@ -30,6 +31,8 @@ let package = Package(
         .target(name: "JSONDocument"),
         .target(name: "Profiles", dependencies: ["JSONDocument"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles"]),
+        .target(name: "CPacket"),
+        .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl"]),
         .target(name: "Conditioning", dependencies: ["Profiles", "RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Responders", "CMnl"]),
         .target(name: "Timeline"),
@@ -54,6 +57,8 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "RespondersTests", dependencies: ["Responders"]),
+        .testTarget(
+            name: "PacketEngineTests", dependencies: ["PacketEngine", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CPacket"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),

@@ -1,0 +1,192 @@
+import CPacket
+import Glibc
+import LinkEmulation
+import Synchronization
+
+/// One direction of the wire on a thread of its own: read frames from one end, offer each to the
+/// direction's scheduler, send what it lets through (at once, or when its departure time comes) out of
+/// the other end.
+///
+/// Every iteration: run queued control jobs, hand out the departures that are due, read one batch
+/// (`recvmmsg`, non-blocking) and offer its frames, send everything queued in one `sendmmsg`. When there is
+/// nothing more to read it arms the timerfd for the next departure and sleeps in epoll on the receive
+/// socket, the timer and the wake signal. The scheduler, the batches and the statistics belong to this
+/// thread alone while it runs.
+final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sendable {
+    let direction: Direction
+    var scheduler: Scheduler
+    var statistics = DirectionStatistics()
+    let mailbox = DirectionMailbox<Scheduler>()
+    let wake: WakeSignal
+
+    private let receiver: PacketSocket
+    private let sender: PacketSocket
+    private let receiveBatch: ReceiveBatch
+    private let sendBatch: SendBatch
+    private let timer: DepartureTimer
+    private let poller: Poller
+    private let spin: UInt64
+    private let stopRequested = Atomic<Bool>(false)
+
+    private static var receiveToken: UInt64 { 0 }
+    private static var timerToken: UInt64 { 1 }
+    private static var wakeToken: UInt64 { 2 }
+
+    init(
+        direction: Direction, scheduler: sending Scheduler, receiver: PacketSocket, sender: PacketSocket, options: EngineOptions
+    ) throws(PacketEngineError) {
+        self.direction = direction
+        self.scheduler = scheduler
+        self.receiver = receiver
+        self.sender = sender
+        let place = "the \(direction) of \(receiver.place) to \(sender.interface)"
+        // Room for a full-MTU frame with a VLAN tag; anything longer is counted as truncated.
+        let slotSize = Int(max(receiver.mtu, sender.mtu)) + 14 + 4
+        receiveBatch = ReceiveBatch(capacity: max(1, options.batchSize), slotSize: slotSize)
+        sendBatch = SendBatch(capacity: max(1, options.batchSize), slotSize: slotSize)
+        spin = options.spin
+        timer = try DepartureTimer(place: place)
+        wake = try WakeSignal(place: place)
+        poller = try Poller(place: place)
+        try poller.add(receiver.fileDescriptor, token: Self.receiveToken, operation: "epoll_ctl ADD \(receiver.place)")
+        try poller.add(timer.fileDescriptor, token: Self.timerToken, operation: "epoll_ctl ADD the timer of \(place)")
+        try poller.add(wake.fileDescriptor, token: Self.wakeToken, operation: "epoll_ctl ADD the wake signal of \(place)")
+    }
+
+    /// Asks the thread to end after its current iteration (from any thread).
+    func requestStop() {
+        stopRequested.store(true, ordering: .relaxed)
+        wake.wake()
+    }
+
+    func runThread() {
+        EngineThread.configureCurrent(name: "lc-\(direction)")
+        var receiveReady = true
+        while true {
+            if mailbox.hasPending { mailbox.runPending(self) }
+            if stopRequested.load(ordering: .relaxed) { break }
+            var now = MonotonicClock.now()
+            departDue(&now)
+            if receiveReady { receiveReady = receive() }
+            flush()
+            if receiveReady { continue }
+            if let next = scheduler.nextDeparture {
+                if next <= MonotonicClock.now() &+ spin { continue }
+                timer.ensure(firesBy: next - spin)
+            }
+            statistics.waits &+= 1
+            poller.wait(timeoutMilliseconds: -1) { token in
+                switch token {
+                case Self.receiveToken: receiveReady = true
+                case Self.timerToken: timer.acknowledge()
+                default: wake.acknowledge()
+                }
+            }
+        }
+        mailbox.close(self)
+    }
+
+    /// Hands out the held frames that are due (spinning up to `spin` for one that is nearly due).
+    @inline(__always)
+    private func departDue(_ now: inout MonotonicNanoseconds) {
+        guard let next = scheduler.nextDeparture else { return }
+        if next > now {
+            guard spin > 0, next - now <= spin else { return }
+            while now < next {
+                cpk_cpu_relax()
+                now = MonotonicClock.now()
+            }
+        }
+        scheduler.departDue(at: now) { frame, due in
+            if sendBatch.isFull { flush() }
+            if sendBatch.append(copyOf: frame, due: due) {
+                statistics.departed &+= 1
+            } else {
+                statistics.oversized &+= 1
+            }
+        }
+    }
+
+    /// Reads one batch and offers its frames. Returns true when the batch was full (more may be waiting).
+    @inline(__always)
+    private func receive() -> Bool {
+        let count = receiveBatch.receive(from: receiver.fileDescriptor)
+        if count < 0 {
+            let code = errno
+            if code == EAGAIN || code == EWOULDBLOCK { return false }
+            if code == EINTR { return true }
+            // ENETDOWN: the receiving end went down (reported once); it resumes when it comes back up.
+            statistics.receiveErrors &+= 1
+            statistics.lastReceiveError = code
+            return false
+        }
+        let now = MonotonicClock.now()
+        for index in 0..<count {
+            if receiveBatch.isTruncated(index) {
+                statistics.truncated &+= 1
+                continue
+            }
+            if receiveBatch.packetType(index) == UInt8(PACKET_OUTGOING) {
+                statistics.outgoingSkipped &+= 1
+                continue
+            }
+            let frame = receiveBatch.frame(index)
+            statistics.received &+= 1
+            statistics.receivedBytes &+= UInt64(frame.count)
+            switch scheduler.offer(frame, at: now) {
+            case .forwardNow:
+                statistics.forwardedAtOnce &+= 1
+                if sendBatch.isFull { flush() }
+                sendBatch.append(reference: UnsafeRawBufferPointer(frame))
+            case .held:
+                statistics.held &+= 1
+                if let next = scheduler.nextDeparture, next <= now {
+                    var departure = now
+                    departDue(&departure)
+                }
+            case .dropped:
+                statistics.dropped &+= 1
+            }
+        }
+        receiveBatch.reset(upTo: count)
+        return count == receiveBatch.capacity
+    }
+
+    /// Sends everything queued, in order; a frame the kernel refuses is counted and skipped.
+    @inline(__always)
+    private func flush() {
+        let total = sendBatch.count
+        guard total > 0 else { return }
+        var index = 0
+        while index < total {
+            let sent = Int(cpk_sendmmsg(sender.fileDescriptor, sendBatch.messages + index, UInt32(total - index), 0))
+            if sent > 0 {
+                for entry in index..<(index + sent) { statistics.sentBytes &+= UInt64(sendBatch.length(entry)) }
+                statistics.sent &+= UInt64(sent)
+                index += sent
+                continue
+            }
+            let code = errno
+            if code == EINTR { continue }
+            statistics.sendFailures &+= 1
+            statistics.lastSendError = code
+            sendBatch.dues[index] = 0
+            index += 1
+        }
+        let sentAt = MonotonicClock.now()
+        for entry in 0..<total {
+            let due = sendBatch.dues[entry]
+            if due != 0 { statistics.lateness.record(sentAt > due ? sentAt - due : 0) }
+        }
+        sendBatch.clear()
+    }
+
+    /// Closes the sockets and descriptors (after the thread has ended).
+    func closeDescriptors() {
+        receiver.close()
+        sender.close()
+        timer.close()
+        wake.close()
+        poller.close()
+    }
+}

@@ -1,0 +1,96 @@
+import NetNamespace
+
+/// One way through the wire.
+public enum Direction: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// Client to router: read from the client-side wire end, sent out of the router-side end.
+    case uplink
+    /// Router to client: read from the router-side wire end, sent out of the client-side end.
+    case downlink
+
+    public var description: String { rawValue }
+}
+
+/// The wire's two veth ends, in the wire namespace: `cl-wl0` (peer of the client's `wl0`) and `rt-wl0`
+/// (peer of the router's `c-wl0`).
+public struct WireEnds: Sendable, Equatable {
+    /// The namespace both ends live in; nil for the calling thread's own (an engine process started inside it).
+    public var namespace: NamedNamespace?
+    /// The end whose peer is the client's interface.
+    public var clientSide: String
+    /// The end whose peer is the router's interface.
+    public var routerSide: String
+
+    public init(namespace: NamedNamespace?, clientSide: String, routerSide: String) {
+        self.namespace = namespace
+        self.clientSide = clientSide
+        self.routerSide = routerSide
+    }
+
+    /// The end a direction reads from.
+    public func receiving(_ direction: Direction) -> String {
+        direction == .uplink ? clientSide : routerSide
+    }
+
+    /// The end a direction sends out of.
+    public func sending(_ direction: Direction) -> String {
+        direction == .uplink ? routerSide : clientSide
+    }
+}
+
+/// Tuning of the engine's I/O. The defaults suit a wire at up to a few Gbit/s.
+public struct EngineOptions: Sendable, Equatable {
+    /// Frames read per `recvmmsg` and sent per `sendmmsg`.
+    public var batchSize: Int = 64
+    /// How long before a departure a direction's thread stops sleeping and spins on the clock, in
+    /// nanoseconds (0: never spin; the timerfd alone wakes it). Spinning trades CPU for punctuality.
+    public var spin: UInt64 = 0
+    /// Receive and send buffer of each packet socket, in bytes.
+    public var socketBufferBytes: Int32 = 4 << 20
+
+    public init(batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20) {
+        self.batchSize = batchSize
+        self.spin = spin
+        self.socketBufferBytes = socketBufferBytes
+    }
+}
+
+/// What one direction did, counted by its own thread (read with ``EngineRuntime/statistics(of:)``).
+public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible {
+    /// Frames read from the receiving end, and their bytes.
+    public var received: UInt64 = 0
+    public var receivedBytes: UInt64 = 0
+    /// Verdicts of the scheduler: sent at once, held for later, dropped.
+    public var forwardedAtOnce: UInt64 = 0
+    public var held: UInt64 = 0
+    public var dropped: UInt64 = 0
+    /// Held frames the scheduler handed out when due.
+    public var departed: UInt64 = 0
+    /// Frames the kernel accepted on the sending end, and their bytes.
+    public var sent: UInt64 = 0
+    public var sentBytes: UInt64 = 0
+    /// Frames the kernel refused to send (`ENETDOWN` while the far end is down, `ENOBUFS`), and the last errno.
+    public var sendFailures: UInt64 = 0
+    public var lastSendError: Int32 = 0
+    /// Receive errors (`ENETDOWN` once per link-down of the receiving end), and the last errno.
+    public var receiveErrors: UInt64 = 0
+    public var lastReceiveError: Int32 = 0
+    /// Frames longer than a receive slot (offloads left on), dropped.
+    public var truncated: UInt64 = 0
+    /// Frames the kernel reported as outgoing (never expected with `PACKET_IGNORE_OUTGOING`), skipped.
+    public var outgoingSkipped: UInt64 = 0
+    /// Held frames larger than a send slot, dropped.
+    public var oversized: UInt64 = 0
+    /// Times the thread slept in epoll.
+    public var waits: UInt64 = 0
+    /// Departure lateness of held frames: time the send returned minus the time the frame was due.
+    public var lateness = LatencyHistogram()
+
+    public init() {}
+
+    public var description: String {
+        "received \(received) (\(receivedBytes) B), at once \(forwardedAtOnce), held \(held), dropped \(dropped), "
+            + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
+            + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), outgoing \(outgoingSkipped), "
+            + "oversized \(oversized), waits \(waits), lateness \(lateness.summary)"
+    }
+}
