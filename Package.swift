@@ -33,6 +33,8 @@ let package = Package(
         .target(name: "LinkEmulation", dependencies: ["Profiles"]),
         .target(name: "CPacket"),
         .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl"]),
+        // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
+        .executableTarget(name: "bare-forwarder"),
         .target(name: "Conditioning", dependencies: ["Profiles", "RouteNetlink", "NetNamespace", "Netlink", "JSONDocument"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "Responders", "CMnl"]),
         .target(name: "Timeline"),
@@ -48,7 +50,7 @@ let package = Package(
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
         .executableTarget(
             name: "linkcond-bench",
-            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink"]),
+            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "PacketEngine", "LinkEmulation", "CPacket"]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "CMnl"]),
         .testTarget(

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <net/if.h>
+#include <sys/resource.h>
 
 _Static_assert(sizeof(struct cpk_mmsghdr) == sizeof(struct mmsghdr), "cpk_mmsghdr must match struct mmsghdr");
 _Static_assert(offsetof(struct cpk_mmsghdr, msg_len) == offsetof(struct mmsghdr, msg_len), "msg_len offset");
@@ -25,6 +26,14 @@ int cpk_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int capacity, i
         events[i] = ready[i].events;
     }
     return count;
+}
+
+int cpk_thread_cpu_time(uint64_t *user_ns, uint64_t *system_ns) {
+    struct rusage usage;
+    if (getrusage(RUSAGE_THREAD, &usage) < 0) return -1;
+    *user_ns = (uint64_t)usage.ru_utime.tv_sec * 1000000000ull + (uint64_t)usage.ru_utime.tv_usec * 1000ull;
+    *system_ns = (uint64_t)usage.ru_stime.tv_sec * 1000000000ull + (uint64_t)usage.ru_stime.tv_usec * 1000ull;
+    return 0;
 }
 
 static void name_request(struct ifreq *request, const char *ifname) {

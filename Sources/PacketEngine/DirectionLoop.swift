@@ -83,7 +83,18 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
                 }
             }
         }
+        recordCPUTime()
         mailbox.close(self)
+    }
+
+    /// Copies this thread's CPU time into the statistics (on the direction's own thread only).
+    func recordCPUTime() {
+        var user: UInt64 = 0
+        var system: UInt64 = 0
+        if cpk_thread_cpu_time(&user, &system) == 0 {
+            statistics.userCPU = user
+            statistics.systemCPU = system
+        }
     }
 
     /// Hands out the held frames that are due (spinning up to `spin` for one that is nearly due).

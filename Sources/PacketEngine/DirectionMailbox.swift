@@ -3,17 +3,18 @@ import Synchronization
 
 /// Work another thread hands to a direction's thread, run between batches; the submitter waits for it.
 final class DirectionJob<Scheduler: FrameScheduler>: @unchecked Sendable {
-    private var body: ((DirectionLoop<Scheduler>) -> Void)?
+    /// The work; its second argument is true when it runs on the direction's own thread.
+    private var body: ((DirectionLoop<Scheduler>, Bool) -> Void)?
     private let done = CompletionSignal()
 
-    init(_ body: @escaping (DirectionLoop<Scheduler>) -> Void) {
+    init(_ body: @escaping (DirectionLoop<Scheduler>, _ onDirectionThread: Bool) -> Void) {
         self.body = body
     }
 
     /// Runs the body once, releases it (so nothing it captured outlives the submitter's wait), and
     /// signals completion.
-    func run(_ loop: DirectionLoop<Scheduler>) {
-        body?(loop)
+    func run(_ loop: DirectionLoop<Scheduler>, onDirectionThread: Bool) {
+        body?(loop, onDirectionThread)
         body = nil
         done.signal()
     }
@@ -48,7 +49,7 @@ final class DirectionMailbox<Scheduler: FrameScheduler>: Sendable {
     func submit(_ job: DirectionJob<Scheduler>, loop: DirectionLoop<Scheduler>, wake: () -> Void) {
         let queued = state.withLock { state -> Bool in
             guard state.open else {
-                job.run(loop)
+                job.run(loop, onDirectionThread: false)
                 return false
             }
             state.jobs.append(job)
@@ -71,7 +72,7 @@ final class DirectionMailbox<Scheduler: FrameScheduler>: Sendable {
             defer { state.jobs.removeAll(keepingCapacity: true) }
             return state.jobs
         }
-        for job in jobs { job.run(loop) }
+        for job in jobs { job.run(loop, onDirectionThread: true) }
     }
 
     /// Closes the mailbox as the thread's last act, running what is still queued; from then on jobs run
@@ -79,7 +80,7 @@ final class DirectionMailbox<Scheduler: FrameScheduler>: Sendable {
     func close(_ loop: DirectionLoop<Scheduler>) {
         state.withLock { state in
             state.open = false
-            for job in state.jobs { job.run(loop) }
+            for job in state.jobs { job.run(loop, onDirectionThread: true) }
             state.jobs.removeAll()
         }
     }

@@ -82,6 +82,10 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     public var oversized: UInt64 = 0
     /// Times the thread slept in epoll.
     public var waits: UInt64 = 0
+    /// CPU time the direction's thread has used, user and system, in nanoseconds (`getrusage(RUSAGE_THREAD)`,
+    /// taken when the statistics are read and when the thread ends).
+    public var userCPU: UInt64 = 0
+    public var systemCPU: UInt64 = 0
     /// Departure lateness of held frames: time the send returned minus the time the frame was due.
     public var lateness = LatencyHistogram()
 
@@ -91,6 +95,7 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
         "received \(received) (\(receivedBytes) B), at once \(forwardedAtOnce), held \(held), dropped \(dropped), "
             + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
             + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), outgoing \(outgoingSkipped), "
-            + "oversized \(oversized), waits \(waits), lateness \(lateness.summary)"
+            + "oversized \(oversized), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
+            + "lateness \(lateness.summary)"
     }
 }

@@ -119,7 +119,7 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         try withoutActuallyEscaping(body) { body in
             let outcome = Outcome<T>()
             let loop = self.loop(direction)
-            let job = DirectionJob<Scheduler> { loop in
+            let job = DirectionJob<Scheduler> { loop, _ in
                 outcome.result = Result { try body(&loop.scheduler) }
             }
             loop.mailbox.submit(job, loop: loop) { loop.wake.wake() }
@@ -132,7 +132,10 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
     public func statistics(of direction: Direction) -> DirectionStatistics {
         let outcome = Outcome<DirectionStatistics>()
         let loop = self.loop(direction)
-        let job = DirectionJob<Scheduler> { loop in outcome.result = .success(loop.statistics) }
+        let job = DirectionJob<Scheduler> { loop, onDirectionThread in
+            if onDirectionThread { loop.recordCPUTime() }
+            outcome.result = .success(loop.statistics)
+        }
         loop.mailbox.submit(job, loop: loop) { loop.wake.wake() }
         return (try? outcome.result?.get()) ?? DirectionStatistics()
     }

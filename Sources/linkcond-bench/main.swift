@@ -1,7 +1,8 @@
 // linkcond-bench: linkcond's own netlink paths against the iproute2 commands peers run for the same
 // change, in one run, in a throwaway namespace. Prints a table of medians and 95th percentiles.
 //
-//   sudo .build/release/linkcond-bench [iterations]
+//   sudo .build/release/linkcond-bench [iterations]      (all rows; the engine's rows come last)
+//   sudo .build/release/linkcond-bench engine            (the userspace engine's rows only)
 //
 // Nothing outside the namespace lc-bench-PID is touched; it is removed at the end.
 import Conditioning
@@ -61,6 +62,11 @@ func time(_ body: () throws -> Void) rethrows -> Double {
 guard geteuid() == 0 else {
     FileHandle.standardError.write(Data("linkcond-bench: needs root (it creates a throwaway network namespace)\n".utf8))
     exit(1)
+}
+// `linkcond-bench engine` runs only the userspace engine's rows (EngineBench*.swift).
+if CommandLine.arguments.dropFirst().first == "engine" {
+    EngineBench.run()
+    exit(0)
 }
 let iterations = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100 : 100
 let name = "lc-bench-\(getpid())"
@@ -219,3 +225,7 @@ for row in rows {
         + "    " + row.peerName.padding(toLength: 22, withPad: " ", startingAt: 0) + " " + format(peerMedian) + " " + format(percentile(row.peer, 0.95))
         + String(format: "   %6.1fx", peerMedian / oursMedian))
 }
+
+// The userspace engine's data plane: throughput, added round-trip time, departure lateness, CPU (EngineBench*.swift).
+print("")
+EngineBench.run()

@@ -72,6 +72,9 @@ static inline void cpk_cpu_relax(void) {
 #endif
 }
 
+/* getrusage(RUSAGE_THREAD): the calling thread's user and system CPU time in nanoseconds. */
+int cpk_thread_cpu_time(uint64_t *user_ns, uint64_t *system_ns);
+
 /* SIOCGIFINDEX / SIOCGIFMTU for an interface of the namespace `fd` belongs to; -1 with errno on failure. */
 int cpk_interface_index(int fd, const char *ifname);
 int cpk_interface_mtu(int fd, const char *ifname);
