@@ -135,7 +135,9 @@ uint32_t cpk_checksum_add(const void *data, size_t length, uint32_t initial) {
     }
     /* Ones' complement sums are byte-order independent when folded consistently: the 64-bit sum of
      * native-order words folds to the same 16-bit result as a sum of network-order 16-bit words
-     * read natively. */
+     * read natively. Fold to 33 bits first so the tail cannot overflow. */
+    sum = (sum & 0xffffffffull) + (sum >> 32);
+    sum = (sum & 0xffffffffull) + (sum >> 32);
     while (length >= 2) {
         uint16_t half;
         memcpy(&half, bytes, 2);

@@ -37,6 +37,19 @@ public struct WireEnds: Sendable, Equatable {
     }
 }
 
+/// Who cuts TCP super-frames into MTU-sized frames and completes checksums: the peers' kernels before the
+/// frames enter the wire, or the engine after it reads them.
+public enum OffloadMode: Sendable, Equatable {
+    /// The peers send plain frames (their offloads are off, see ``WirePreparation/preparePeer(_:in:mode:)``):
+    /// at most one MTU, checksums complete. The default, and the simplest.
+    case disabled
+    /// The peers keep TSO and checksum offload; the engine reads GSO super-frames and partial checksums
+    /// with `PACKET_VNET_HDR` and does what software GSO does — segments with complete checksums — before
+    /// the model sees them. Fewer frames cross from the sending peer into the wire, so it is faster; what
+    /// leaves the engine is the same as with ``disabled``.
+    case segmentInEngine
+}
+
 /// Tuning of the engine's I/O. The defaults suit a wire at up to a few Gbit/s.
 public struct EngineOptions: Sendable, Equatable {
     /// Frames read per `recvmmsg` and sent per `sendmmsg`.
@@ -46,17 +59,20 @@ public struct EngineOptions: Sendable, Equatable {
     public var spin: UInt64 = 0
     /// Receive and send buffer of each packet socket, in bytes.
     public var socketBufferBytes: Int32 = 4 << 20
+    /// Who segments and completes checksums; the peers must be prepared for the same mode.
+    public var offloads: OffloadMode = .disabled
 
-    public init(batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20) {
+    public init(batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20, offloads: OffloadMode = .disabled) {
         self.batchSize = batchSize
         self.spin = spin
         self.socketBufferBytes = socketBufferBytes
+        self.offloads = offloads
     }
 }
 
 /// What one direction did, counted by its own thread (read with ``EngineRuntime/statistics(of:)``).
 public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible {
-    /// Frames read from the receiving end, and their bytes.
+    /// Frames offered to the scheduler (with ``OffloadMode/segmentInEngine``: after segmentation), and their bytes.
     public var received: UInt64 = 0
     public var receivedBytes: UInt64 = 0
     /// Verdicts of the scheduler: sent at once, held for later, dropped.
@@ -80,6 +96,12 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     public var outgoingSkipped: UInt64 = 0
     /// Held frames larger than a send slot, dropped.
     public var oversized: UInt64 = 0
+    /// With ``OffloadMode/segmentInEngine``: super-frames cut, segments made from them, partial checksums
+    /// completed, and frames that could not be handled (an unsupported GSO type, inconsistent offsets), dropped.
+    public var superFrames: UInt64 = 0
+    public var segments: UInt64 = 0
+    public var checksumsCompleted: UInt64 = 0
+    public var unsupported: UInt64 = 0
     /// Times the thread slept in epoll.
     public var waits: UInt64 = 0
     /// CPU time the direction's thread has used, user and system, in nanoseconds (`getrusage(RUSAGE_THREAD)`,
@@ -95,7 +117,8 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
         "received \(received) (\(receivedBytes) B), at once \(forwardedAtOnce), held \(held), dropped \(dropped), "
             + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
             + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), outgoing \(outgoingSkipped), "
-            + "oversized \(oversized), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
+            + "oversized \(oversized), super-frames \(superFrames) → \(segments) segments, checksums completed \(checksumsCompleted), "
+            + "unsupported \(unsupported), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
             + "lateness \(lateness.summary)"
     }
 }

@@ -42,9 +42,12 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         self.wire = wire
         self.options = options
         let buffer = options.socketBufferBytes
-        let clientReceive = try PacketSocket.open(interface: wire.clientSide, in: wire.namespace, role: .receive, bufferBytes: buffer)
+        let vnet = options.offloads == .segmentInEngine
+        let clientReceive = try PacketSocket.open(
+            interface: wire.clientSide, in: wire.namespace, role: .receive, vnetHeader: vnet, bufferBytes: buffer)
         let clientSend = try PacketSocket.open(interface: wire.clientSide, in: wire.namespace, role: .send, bufferBytes: buffer)
-        let routerReceive = try PacketSocket.open(interface: wire.routerSide, in: wire.namespace, role: .receive, bufferBytes: buffer)
+        let routerReceive = try PacketSocket.open(
+            interface: wire.routerSide, in: wire.namespace, role: .receive, vnetHeader: vnet, bufferBytes: buffer)
         let routerSend = try PacketSocket.open(interface: wire.routerSide, in: wire.namespace, role: .send, bufferBytes: buffer)
         self.uplink = try DirectionLoop(
             direction: .uplink, scheduler: uplink, receiver: clientReceive, sender: routerSend, options: options)

@@ -131,6 +131,22 @@ final class SendBatch {
         return true
     }
 
+    /// The copy slot the next ``commitReserved(length:)`` queues, for building a frame in place (a GSO
+    /// segment); nil when the batch is full and must be sent first. Not committing leaves the slot free.
+    @inline(__always)
+    func reserve() -> UnsafeMutableRawPointer? {
+        count < capacity ? storage + copies * slotSize : nil
+    }
+
+    /// Queues the frame of `length` bytes built in the slot ``reserve()`` returned, to be sent at once.
+    @inline(__always)
+    func commitReserved(length: Int) {
+        vectors[count] = iovec(iov_base: storage + copies * slotSize, iov_len: length)
+        dues[count] = 0
+        copies += 1
+        count += 1
+    }
+
     /// Bytes of entry `index`.
     @inline(__always)
     func length(_ index: Int) -> Int {

@@ -29,10 +29,27 @@ public enum WirePreparation {
         }
     }
 
-    /// Switches the wire offloads off on a wire end's peer (the client's `wl0`, the router's `c-wl0`).
+    /// Readies a wire end's peer (the client's `wl0`, the router's `c-wl0`) for `mode`: with
+    /// ``OffloadMode/disabled`` every wire offload goes off (``InterfaceOffloads/isWireOffload(_:)``); with
+    /// ``OffloadMode/segmentInEngine`` only the segmentation the engine cannot do itself (UDP, tunnels,
+    /// fraglists) goes off, and TCP segmentation and checksum offload stay on. Returns what was switched off.
     @discardableResult
-    public static func preparePeer(_ interface: String, in namespace: NamedNamespace?) throws(PacketEngineError) -> [String] {
-        try InterfaceOffloads.disable(on: interface, in: namespace)
+    public static func preparePeer(
+        _ interface: String, in namespace: NamedNamespace?, mode: OffloadMode = .disabled
+    ) throws(PacketEngineError) -> [String] {
+        switch mode {
+        case .disabled:
+            return try InterfaceOffloads.disable(on: interface, in: namespace)
+        case .segmentInEngine:
+            return try InterfaceOffloads.disable(on: interface, in: namespace, selecting: isSegmentationTheEngineCannotDo)
+        }
+    }
+
+    /// Segmentation offloads other than TCP's (and the fraglist and partial forms of TCP's): the engine
+    /// cuts only plain TCP super-frames.
+    static func isSegmentationTheEngineCannotDo(_ name: String) -> Bool {
+        let tcp = ["tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation"]
+        return (name.hasSuffix("-segmentation") && !tcp.contains(name)) || name.hasPrefix("tx-gso-") || name == "tx-scatter-gather-fraglist"
     }
 
     /// Writes `net.ipv6.conf.KEY.disable_ipv6 = 1`; does nothing on a kernel without IPv6.

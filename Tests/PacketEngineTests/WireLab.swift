@@ -55,8 +55,8 @@ class EngineTestCase: XCTestCase {
 
     /// Creates client, wire and router namespaces joined by two veth pairs, with addresses on the client and
     /// router ends. With `prepare`, the wire is readied as the engine needs it (IPv6 off, up, offloads off on
-    /// both ends and both peers). Everything is removed when the test ends.
-    func makeLab(prepare: Bool = true, file: StaticString = #filePath, line: UInt = #line) throws -> WireLab {
+    /// both ends, the peers prepared for `mode`). Everything is removed when the test ends.
+    func makeLab(prepare: Bool = true, mode: OffloadMode = .disabled) throws -> WireLab {
         let base = LabName.next()
         var made: [NamedNamespace] = []
         addTeardownBlock {
@@ -93,8 +93,8 @@ class EngineTestCase: XCTestCase {
         }
         if prepare {
             try WirePreparation.prepare(lab.ends)
-            try WirePreparation.preparePeer("wl0", in: client)
-            try WirePreparation.preparePeer("c-wl0", in: router)
+            try WirePreparation.preparePeer("wl0", in: client, mode: mode)
+            try WirePreparation.preparePeer("c-wl0", in: router, mode: mode)
         }
         return lab
     }
