@@ -68,7 +68,8 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
             if mailbox.hasPending { mailbox.runPending(self) }
             if stopRequested.load(ordering: .relaxed) { break }
             var now = MonotonicClock.now()
-            departDue(&now)
+            // Departures go out before the next batch is read, so reading never delays them.
+            if departDue(&now) { flush() }
             if receiveReady { receiveReady = receive() }
             flush()
             if receiveReady { continue }
@@ -99,12 +100,14 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
         }
     }
 
-    /// Hands out the held frames that are due (spinning up to `spin` for one that is nearly due).
+    /// Hands out the held frames that are due (spinning up to `spin` for one that is nearly due); true when
+    /// the scheduler was asked.
     @inline(__always)
-    private func departDue(_ now: inout MonotonicNanoseconds) {
-        guard let next = scheduler.nextDeparture else { return }
+    @discardableResult
+    private func departDue(_ now: inout MonotonicNanoseconds) -> Bool {
+        guard let next = scheduler.nextDeparture else { return false }
         if next > now {
-            guard spin > 0, next - now <= spin else { return }
+            guard spin > 0, next - now <= spin else { return false }
             while now < next {
                 cpk_cpu_relax()
                 now = MonotonicClock.now()
@@ -118,6 +121,7 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
                 statistics.oversized &+= 1
             }
         }
+        return true
     }
 
     /// Reads one batch and offers its frames. Returns true when the batch was full (more may be waiting).
@@ -219,7 +223,9 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
         }
     }
 
-    /// Sends everything queued, in order; a frame the kernel refuses is counted and skipped.
+    /// Sends everything queued, in order; a frame the kernel refuses is counted and skipped. A held frame's
+    /// lateness is the time the `sendmmsg` that carried it returned (by then the frame has crossed the veth)
+    /// minus the time it was due: an upper bound.
     @inline(__always)
     private func flush() {
         let total = sendBatch.count
@@ -228,7 +234,12 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
         while index < total {
             let sent = Int(cpk_sendmmsg(sender.fileDescriptor, sendBatch.messages + index, UInt32(total - index), 0))
             if sent > 0 {
-                for entry in index..<(index + sent) { statistics.sentBytes &+= UInt64(sendBatch.length(entry)) }
+                let returned = MonotonicClock.now()
+                for entry in index..<(index + sent) {
+                    statistics.sentBytes &+= UInt64(sendBatch.length(entry))
+                    let due = sendBatch.dues[entry]
+                    if due != 0 { statistics.lateness.record(returned > due ? returned - due : 0) }
+                }
                 statistics.sent &+= UInt64(sent)
                 index += sent
                 continue
@@ -237,13 +248,7 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
             if code == EINTR { continue }
             statistics.sendFailures &+= 1
             statistics.lastSendError = code
-            sendBatch.dues[index] = 0
             index += 1
-        }
-        let sentAt = MonotonicClock.now()
-        for entry in 0..<total {
-            let due = sendBatch.dues[entry]
-            if due != 0 { statistics.lateness.record(sentAt > due ? sentAt - due : 0) }
         }
         sendBatch.clear()
     }

@@ -78,9 +78,19 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
             for loop in [uplink, downlink] {
                 loop.mailbox.open()
                 do throws(PacketEngineError) {
-                    threads.append(try EngineThread.start(loop, operation: "start the \(loop.direction) thread"))
+                    let thread: pthread_t
+                    do throws(PacketEngineError) {
+                        thread = try EngineThread.start(loop, operation: "start the \(loop.direction) thread")
+                    } catch {
+                        loop.mailbox.close(loop)  // no thread will close it
+                        throw error
+                    }
+                    threads.append(thread)
+                    if let priority = options.realtimePriority {
+                        try EngineThread.makeRealtime(thread, priority: priority, name: "the \(loop.direction) thread")
+                    }
                 } catch {
-                    loop.mailbox.close(loop)
+                    // The other loop's mailbox, never opened, is closed already.
                     Self.end([uplink, downlink], threads: threads)
                     phase = .stopped
                     throw error

@@ -25,6 +25,16 @@ enum EngineThread {
         return thread
     }
 
+    /// Switches `thread` to `SCHED_FIFO` at `priority`.
+    static func makeRealtime(_ thread: pthread_t, priority: Int32, name: String) throws(PacketEngineError) {
+        var parameters = sched_param()
+        parameters.sched_priority = priority
+        let result = pthread_setschedparam(thread, SCHED_FIFO, &parameters)
+        guard result == 0 else {
+            throw PacketEngineError(operation: "set SCHED_FIFO priority \(priority) on \(name)", errno: result)
+        }
+    }
+
     /// Names the calling thread (15 bytes at most are kept) and gives it a timer slack of 1 ns, so its
     /// timerfd and epoll wake-ups are not deferred to batch them with others.
     static func configureCurrent(name: String) {
