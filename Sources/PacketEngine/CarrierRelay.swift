@@ -30,24 +30,35 @@ public final class CarrierRelay: Sendable {
         public var lastError: String?
     }
 
+    private struct State {
+        /// Released by ``stop()``, which closes the relay's sockets.
+        var loop: RelayLoop?
+        var thread: pthread_t?
+        var statistics = Statistics()
+    }
+
     /// The ends the relay keeps in step.
     public let wire: WireEnds
-    private let loop: RelayLoop
-    private let thread = Mutex<pthread_t?>(nil)
+    private let state: Mutex<State>
 
     /// Subscribes to link notifications in the wire's namespace and opens the netlink connection that reads
     /// and sets the ends. Nothing changes before ``start()``.
     public init(wire: WireEnds) throws(PacketEngineError) {
         self.wire = wire
         let place = namespaceText(wire.namespace)
-        let (listener, connection) = try inNamespace(wire.namespace, "subscribe to link notifications in \(place)") {
-            (try NetlinkListener(groups: [UInt32(RTNLGRP_LINK.rawValue)]), try NetlinkConnection())
+        let (listener, requests) = try inNamespace(wire.namespace, "subscribe to link notifications in \(place)") {
+            (try NetlinkListener(groups: [UInt32(RTNLGRP_LINK.rawValue)]), try NetlinkSocket())
         }
         let fd = listener.socket.fileDescriptor
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        loop = RelayLoop(
+        // libmnl opens its sockets without SOCK_CLOEXEC.
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(requests.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        let connection = NetlinkConnection(transport: requests)
+        let loop = RelayLoop(
             wire: wire, listener: listener, links: RouteNetlinkClient(connection: connection, namespace: wire.namespace?.name),
             wake: try WakeSignal(place: "the carrier relay in \(place)"))
+        state = Mutex(State(loop: loop))
     }
 
     deinit {
@@ -55,27 +66,38 @@ public final class CarrierRelay: Sendable {
     }
 
     /// Sets both ends up, applies the rule once, and starts following notifications on a thread of its own.
+    /// A relay starts once; after ``stop()`` make a new one.
     public func start() throws(PacketEngineError) {
-        try loop.setUp(wire.clientSide)
-        try loop.setUp(wire.routerSide)
-        try thread.withLock { (thread: inout pthread_t?) throws(PacketEngineError) in
-            guard thread == nil else { return }
-            thread = try EngineThread.start(loop, operation: "start the carrier relay in \(namespaceText(wire.namespace))")
+        try state.withLock { (state: inout State) throws(PacketEngineError) in
+            guard state.thread == nil else { return }
+            guard let loop = state.loop else {
+                throw PacketEngineError(operation: "start the carrier relay in \(namespaceText(wire.namespace))", detail: "it was stopped")
+            }
+            try loop.setUp(wire.clientSide)
+            try loop.setUp(wire.routerSide)
+            state.thread = try EngineThread.start(loop, operation: "start the carrier relay in \(namespaceText(wire.namespace))")
         }
     }
 
-    /// Stops following notifications and waits for the thread to end. The ends keep their state.
+    /// Stops following notifications, waits for the thread to end and closes the relay's sockets. The ends
+    /// keep their state. Idempotent.
     public func stop() {
-        thread.withLock { thread in
-            guard let running = thread else { return }
-            loop.requestStop()
-            pthread_join(running, nil)
-            thread = nil
+        state.withLock { state in
+            guard let loop = state.loop else { return }
+            if let thread = state.thread {
+                loop.requestStop()
+                pthread_join(thread, nil)
+                state.thread = nil
+            }
+            state.statistics = loop.statistics.withLock { $0 }
+            state.loop = nil
         }
     }
 
     /// What the relay has seen and done so far.
-    public var statistics: Statistics { loop.statistics.withLock { $0 } }
+    public var statistics: Statistics {
+        state.withLock { state in state.loop?.statistics.withLock { $0 } ?? state.statistics }
+    }
 }
 
 /// The relay's thread: wait for link notifications, then bring the ends in line with the rule.

@@ -67,7 +67,8 @@ public enum WirePreparation {
 
     /// A typed rtnetlink client whose socket lives in `namespace`.
     static func linkClient(_ namespace: NamedNamespace?) throws(PacketEngineError) -> RouteNetlinkClient {
-        let connection = try inNamespace(namespace, "open a netlink socket in \(namespaceText(namespace))") { try NetlinkConnection() }
-        return RouteNetlinkClient(connection: connection, namespace: namespace?.name)
+        let socket = try inNamespace(namespace, "open a netlink socket in \(namespaceText(namespace))") { try NetlinkSocket() }
+        _ = fcntl(socket.fileDescriptor, F_SETFD, FD_CLOEXEC)  // libmnl opens it without SOCK_CLOEXEC
+        return RouteNetlinkClient(connection: NetlinkConnection(transport: socket), namespace: namespace?.name)
     }
 }

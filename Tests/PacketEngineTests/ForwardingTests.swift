@@ -143,19 +143,25 @@ final class ForwardingTests: EngineTestCase {
         }
     }
 
-    func testStoppingTheRuntimeStopsForwardingAndReleasesThreadsAndDescriptors() throws {
+    func testStoppingTheRuntimeAndRelayStopsForwardingAndReleasesThreadsAndDescriptors() throws {
         let lab = try makeLab()
         let descriptorsBefore = openDescriptors()
         let runtime = try EngineRuntime(wire: lab.ends, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
         try runtime.start()
-        XCTAssertTrue(eventually { Set(engineThreads()) == ["lc-uplink", "lc-downlink"] }, "threads: \(engineThreads())")
+        let relay = try CarrierRelay(wire: lab.ends)
+        try relay.start()
+        XCTAssertTrue(eventually { Set(engineThreads()) == ["lc-uplink", "lc-downlink", "lc-carrier"] }, "threads: \(engineThreads())")
+        let opened = openDescriptors().subtracting(descriptorsBefore)
+        XCTAssertGreaterThanOrEqual(opened.count, 4 + 2 * 3 + 3, "sockets, timers, wake signals, epoll, relay: \(opened)")
+        XCTAssertEqual(inheritableDescriptors(opened), [], "descriptors without close-on-exec")
         XCTAssertEqual(try packetSockets(in: lab.wire), 4)
         XCTAssertNotNil(try firstReply(from: lab.client, to: WireLab.routerV4))
         runtime.stop()
+        relay.stop()
         XCTAssertFalse(runtime.isRunning)
-        XCTAssertEqual(engineThreads(), [], "engine threads still running after stop")
+        XCTAssertEqual(engineThreads(), [], "engine or relay threads still running after stop")
         XCTAssertEqual(try packetSockets(in: lab.wire), 0, "packet sockets left open in the wire namespace")
-        XCTAssertEqual(openDescriptors(), descriptorsBefore, "descriptors opened by the runtime are still open")
+        XCTAssertEqual(openDescriptors(), descriptorsBefore, "descriptors opened by the runtime or the relay are still open")
         XCTAssertNil(try Traffic.ping(from: lab.client, to: WireLab.routerV4, timeout: 0.5), "a reply crossed a stopped engine")
         runtime.stop()  // idempotent
         // The scheduler is still reachable (on the calling thread now).

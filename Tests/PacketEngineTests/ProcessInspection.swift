@@ -13,12 +13,25 @@ func openDescriptors() -> Set<String> {
     })
 }
 
-/// Names of this process's threads that belong to the engine (`lc-uplink`, `lc-downlink`).
+/// The descriptors among `descriptors` (as ``openDescriptors()`` lists them) that would survive an exec:
+/// those without `O_CLOEXEC` in `/proc/self/fdinfo/N`.
+func inheritableDescriptors(_ descriptors: Set<String>) -> [String] {
+    descriptors.filter { entry in
+        guard let number = entry.split(separator: " ").first,
+            let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(number)", encoding: .utf8),
+            let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
+            let flags = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8)
+        else { return false }
+        return flags & 0o2_000_000 == 0
+    }.sorted()
+}
+
+/// Names of this process's threads that belong to the engine (`lc-uplink`, `lc-downlink`, `lc-carrier`).
 func engineThreads() -> [String] {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
     return tasks.compactMap { task in
         (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-    }.filter { $0 == "lc-uplink" || $0 == "lc-downlink" }
+    }.filter { $0 == "lc-uplink" || $0 == "lc-downlink" || $0 == "lc-carrier" }
 }
 
 /// The number of AF_PACKET sockets open in `namespace` (`/proc/net/packet` as a thread inside it sees it).
