@@ -40,31 +40,47 @@ public enum InterfaceOffloads {
     public static func disable(
         on interface: String, in namespace: NamedNamespace? = nil, selecting: (String) -> Bool = isWireOffload
     ) throws(PacketEngineError) -> [String] {
+        try set(false, on: interface, in: namespace, selecting: selecting)
+    }
+
+    /// Switches every feature of `interface` for which `selecting` is true on (`enabled`) or off, and checks
+    /// the result. Returns the names whose state changed. Throws when a selected, changeable feature did not
+    /// take the state (a feature the driver cannot change at all is skipped).
+    @discardableResult
+    public static func set(
+        _ enabled: Bool, on interface: String, in namespace: NamedNamespace? = nil, selecting: (String) -> Bool
+    ) throws(PacketEngineError) -> [String] {
         let place = "\(interface) in \(namespaceText(namespace))"
+        let verb = "ethtool -K \(place): switch offloads \(enabled ? "on" : "off")"
         let control = try ControlSocket(namespace: namespace, place: place)
         let before = try control.table(interface, place: place)
         var valid = FeatureBits(words: before.words)
-        var switchedOff: [String] = []
+        var requested = FeatureBits(words: before.words)
+        var changed: [String] = []
         for (index, name) in before.names.enumerated() where selecting(name) {
-            // Only features the driver lets change (`available`); a fixed-off one needs nothing.
-            if before.available.bit(index) { valid.set(index) }
-            if before.active.bit(index) { switchedOff.append(name) }
+            // Only features the driver lets change (`available`); a fixed one is left as it is.
+            guard before.available.bit(index) else { continue }
+            valid.set(index)
+            if enabled { requested.set(index) }
+            if before.active.bit(index) != enabled { changed.append(name) }
         }
-        let requested = FeatureBits(words: before.words)
         let result = valid.storage.withUnsafeBufferPointer { validWords in
             requested.storage.withUnsafeBufferPointer { requestedWords in
                 cpk_ethtool_set_features(
                     control.fileDescriptor, interface, UInt32(before.words), validWords.baseAddress, requestedWords.baseAddress)
             }
         }
-        guard result >= 0 else { throw .system("ethtool -K \(place): switch offloads off (ETHTOOL_SFEATURES)") }
+        guard result >= 0 else { throw .system("\(verb) (ETHTOOL_SFEATURES)") }
         let after = try control.table(interface, place: place)
-        let stillOn = after.names.enumerated().filter { selecting($0.element) && after.active.bit($0.offset) }.map(\.element)
-        guard stillOn.isEmpty else {
-            throw PacketEngineError(
-                operation: "ethtool -K \(place): switch offloads off", detail: "still on: \(stillOn.joined(separator: ", "))")
+        // Switching off must leave nothing on, fixed or not; switching on only concerns what can change
+        // (and what the kernel's dependencies allow, such as segmentation needing scatter-gather).
+        let wrong = after.names.enumerated().filter { index, name in
+            selecting(name) && after.active.bit(index) != enabled && (!enabled || before.available.bit(index))
+        }.map(\.element)
+        guard wrong.isEmpty else {
+            throw PacketEngineError(operation: verb, detail: "still \(enabled ? "off" : "on"): \(wrong.joined(separator: ", "))")
         }
-        return switchedOff
+        return changed
     }
 }
 

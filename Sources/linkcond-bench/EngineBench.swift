@@ -7,102 +7,142 @@ import RouteNetlink
 
 /// The userspace engine's rows of linkcond-bench, measured side by side in one run:
 /// - TCP throughput through the unconditioned engine, a bare veth pair and the bare C forwarder, with the
-///   CPU each forwarder spends per Gbit/s;
+///   CPU each forwarder spends per Gbit/s (rounds interleaved, best and median reported, so a burst of other
+///   work on the machine hits every subject alike);
 /// - the round-trip time the engine adds over a bare veth pair (ICMP echo, median and p99);
 /// - departure lateness under a 50 ms delay at 1,000 and 50,000 frames/s.
 ///
 ///   sudo .build/release/linkcond-bench engine
 enum EngineBench {
-    static let throughputSeconds = 3.0
+    static let throughputSeconds = 2.0
+    static let rounds = 3
     static let echoSamples = 1000
 
-    struct ThroughputRow {
-        var name: String
-        var bitsPerSecond: Double
-        /// Forwarder CPU seconds per wall second during the window; nil when there is no forwarder.
-        var cpuLoad: Double?
+    /// Something traffic crosses: a lab, and the forwarder running in it (if any).
+    final class Subject {
+        let name: String
+        let lab: BenchLab
+        /// CPU time of the forwarder so far, in nanoseconds; nil when nothing forwards (a bare veth pair).
+        let cpuTime: (() -> UInt64)?
+        let measuresRTT: Bool
+        private let stopForwarder: () -> Void
+        var rates: [Double] = []
+        var loads: [Double] = []
+
+        init(_ name: String, _ lab: BenchLab, measuresRTT: Bool, cpuTime: (() -> UInt64)? = nil, stop: @escaping () -> Void = {}) {
+            self.name = name
+            self.lab = lab
+            self.cpuTime = cpuTime
+            self.measuresRTT = measuresRTT
+            stopForwarder = stop
+        }
+
+        func remove() {
+            stopForwarder()
+            lab.remove()
+        }
     }
 
     struct LatenessRow {
         var name: String
-        var sent: Int
         var summary: LatencySummary
         var late: Double
     }
 
-    /// Runs every engine row and prints them. Failures are printed, never thrown: each row cleans up after itself.
+    /// Runs every engine row and prints them. Failures are printed, never thrown; everything is removed at the end.
     static func run() {
         let loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         print("userspace engine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(loadAverage) (other work on the machine skews every row)")
-        var throughput: [ThroughputRow] = []
-        var echoes: [(String, [Double])] = []
-        var lateness: [LatenessRow] = []
-        attempt("bare veth pair") {
-            let lab = try BenchLab(tag: "veth", throughWire: false)
-            defer { lab.remove() }
-            try waitForPath(lab)
-            throughput.append(ThroughputRow(name: "bare veth pair (veth offloads)", bitsPerSecond: try tcp(lab), cpuLoad: nil))
-            echoes.append(("bare veth pair", try BenchTraffic.echoRoundTrips(from: lab.client, to: BenchLab.routerV4, count: echoSamples)))
-        }
-        attempt("bare veth pair, offloads off") {
-            let lab = try BenchLab(tag: "vethoff", throughWire: false, offloadsOff: true)
-            defer { lab.remove() }
-            try waitForPath(lab)
-            throughput.append(ThroughputRow(name: "bare veth pair (offloads off)", bitsPerSecond: try tcp(lab), cpuLoad: nil))
-        }
-        attempt("bare C forwarder") {
-            let lab = try BenchLab(tag: "bare", throughWire: true)
-            defer { lab.remove() }
-            let forwarder = try BareForwarder(lab.ends!)
-            defer { forwarder.stop() }
-            try waitForPath(lab)
-            var cpu: [UInt64] = []
-            var wall: [Double] = []
-            let rate = try tcp(lab) { _ in
-                cpu.append(forwarder.cpuTime)
-                wall.append(BenchTraffic.seconds())
+        var subjects: [Subject] = []
+        defer { for subject in subjects { subject.remove() } }
+        attempt("set up") { subjects = try makeSubjects() }
+        for _ in 0..<rounds {
+            for subject in subjects {
+                attempt(subject.name) {
+                    var cpu: [UInt64] = []
+                    var wall: [Double] = []
+                    let rate = try BenchTraffic.tcpThroughput(
+                        from: subject.lab.client, to: subject.lab.router, address: BenchLab.routerV4, port: 40_400, seconds: throughputSeconds
+                    ) { _ in
+                        if let reader = subject.cpuTime { cpu.append(reader()) }
+                        wall.append(BenchTraffic.seconds())
+                    }
+                    subject.rates.append(rate)
+                    if cpu.count == 2 { subject.loads.append(Double(cpu[1] &- cpu[0]) / 1e9 / (wall[1] - wall[0])) }
+                }
             }
-            throughput.append(ThroughputRow(name: "bare C forwarder (offloads off)", bitsPerSecond: rate, cpuLoad: load(cpu, wall)))
-            echoes.append(("bare C forwarder", try BenchTraffic.echoRoundTrips(from: lab.client, to: BenchLab.routerV4, count: echoSamples)))
         }
-        attempt("engine") {
-            let lab = try BenchLab(tag: "engine", throughWire: true)
-            defer { lab.remove() }
-            let runtime = try EngineRuntime(wire: lab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+        var echoes: [(String, [Double])] = []
+        for subject in subjects where subject.measuresRTT {
+            attempt("round trips through \(subject.name)") {
+                echoes.append((subject.name, try BenchTraffic.echoRoundTrips(from: subject.lab.client, to: BenchLab.routerV4, count: echoSamples)))
+            }
+        }
+        var lateness: [LatenessRow] = []
+        attempt("departure lateness") { lateness = try measureLateness() }
+        printTables(subjects, echoes, lateness)
+    }
+
+    private static func makeSubjects() throws -> [Subject] {
+        var subjects: [Subject] = []
+        do {
+            subjects.append(Subject("bare veth pair (veth offloads)", try BenchLab(tag: "veth", throughWire: false), measuresRTT: true))
+            subjects.append(Subject("bare veth pair (offloads off)", try BenchLab(tag: "vethoff", throughWire: false, offloadsOff: true), measuresRTT: false))
+            let bareLab = try BenchLab(tag: "bare", throughWire: true)
+            let bare = try BareForwarder(bareLab.ends!)
+            subjects.append(Subject("bare C forwarder (offloads off)", bareLab, measuresRTT: true, cpuTime: { bare.cpuTime }, stop: { bare.stop() }))
+            let engineLab = try BenchLab(tag: "engine", throughWire: true)
+            let engine = try EngineRuntime(wire: engineLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+            try engine.start()
+            subjects.append(Subject("engine, pass-through (offloads off)", engineLab, measuresRTT: true, cpuTime: { engineCPU(engine) }, stop: { engine.stop() }))
+            let groLab = try BenchLab(tag: "enggro", throughWire: true, groOnPeers: true)
+            let groEngine = try EngineRuntime(wire: groLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+            try groEngine.start()
+            subjects.append(Subject("engine, offloads off, GRO on the peers", groLab, measuresRTT: true, cpuTime: { engineCPU(groEngine) },
+                stop: { groEngine.stop() }))
+            let segmentLab = try BenchLab(tag: "engseg", throughWire: true, mode: .segmentInEngine)
+            let segmenting = try EngineRuntime(
+                wire: segmentLab.ends!, options: EngineOptions(offloads: .segmentInEngine), uplink: PassThroughScheduler(),
+                downlink: PassThroughScheduler())
+            try segmenting.start()
+            subjects.append(Subject("engine, GSO cut in the engine (vnet hdr)", segmentLab, measuresRTT: false, cpuTime: { engineCPU(segmenting) },
+                stop: { segmenting.stop() }))
+            let vnetLab = try BenchLab(tag: "barevnet", throughWire: true, keepOffloads: true)
+            let vnet = try BareForwarder(vnetLab.ends!, vnet: true)
+            subjects.append(Subject("bare C, GSO whole (partial csum; unsafe)", vnetLab, measuresRTT: false, cpuTime: { vnet.cpuTime }, stop: { vnet.stop() }))
+            for subject in subjects { try waitForPath(subject.lab) }
+        } catch {
+            for subject in subjects { subject.remove() }
+            throw error
+        }
+        return subjects
+    }
+
+    private static func measureLateness() throws -> [LatenessRow] {
+        let lab = try BenchLab(tag: "late", throughWire: true)
+        defer { lab.remove() }
+        let settings: [(rate: Int, spin: UInt64, realtime: Int32?)] = [
+            (1_000, 0, nil), (50_000, 0, nil), (1_000, 50_000, nil), (50_000, 50_000, nil), (1_000, 0, 10), (50_000, 0, 10), (50_000, 50_000, 10),
+        ]
+        var rows: [LatenessRow] = []
+        for (rate, spin, realtime) in settings {
+            let runtime = try EngineRuntime(
+                wire: lab.ends!, options: EngineOptions(spin: spin, realtimePriority: realtime),
+                uplink: FixedDelayScheduler(delay: 50_000_000, capacity: 8192), downlink: FixedDelayScheduler(delay: 0))
             defer { runtime.stop() }
             try runtime.start()
             try waitForPath(lab)
-            var cpu: [UInt64] = []
-            var wall: [Double] = []
-            let rate = try tcp(lab) { _ in
-                cpu.append(engineCPU(runtime))
-                wall.append(BenchTraffic.seconds())
+            _ = try BenchTraffic.pacedDatagrams(from: lab.client, to: lab.router, address: BenchLab.routerV4, port: 40_500, rate: rate, seconds: 2)
+            let histogram = runtime.statistics(of: .uplink).lateness
+            let late = histogram.counts.enumerated().reduce(UInt64(0)) { total, bucket in
+                LatencyHistogram.bucketRange(bucket.offset).lowerBound > 200_000 ? total + bucket.element : total
             }
-            throughput.append(ThroughputRow(name: "engine, pass-through (offloads off)", bitsPerSecond: rate, cpuLoad: load(cpu, wall)))
-            echoes.append(("engine, pass-through", try BenchTraffic.echoRoundTrips(from: lab.client, to: BenchLab.routerV4, count: echoSamples)))
+            rows.append(LatenessRow(
+                name: "\(rate.formatted()) frames/s, spin \(spin / 1000) µs\(realtime.map { ", SCHED_FIFO \($0)" } ?? "")",
+                summary: histogram.summary, late: Double(late) / Double(max(1, histogram.count))))
+            runtime.stop()
         }
-        attempt("departure lateness") {
-            let lab = try BenchLab(tag: "late", throughWire: true)
-            defer { lab.remove() }
-            for (rate, spin) in [(1_000, UInt64(0)), (50_000, 0), (1_000, 50_000), (50_000, 50_000)] {
-                let runtime = try EngineRuntime(
-                    wire: lab.ends!, options: EngineOptions(spin: spin), uplink: FixedDelayScheduler(delay: 50_000_000, capacity: 8192),
-                    downlink: FixedDelayScheduler(delay: 0))
-                defer { runtime.stop() }
-                try runtime.start()
-                try waitForPath(lab)
-                let sent = try BenchTraffic.pacedDatagrams(
-                    from: lab.client, to: lab.router, address: BenchLab.routerV4, port: 40_500, rate: rate, seconds: 2)
-                let statistics = runtime.statistics(of: .uplink)
-                let late = Double(statistics.lateness.counts.enumerated().reduce(UInt64(0)) { total, bucket in
-                    LatencyHistogram.bucketRange(bucket.offset).lowerBound > 200_000 ? total + bucket.element : total
-                }) / Double(max(1, statistics.lateness.count))
-                lateness.append(LatenessRow(
-                    name: "\(rate.formatted()) frames/s, spin \(spin / 1000) µs", sent: sent, summary: statistics.lateness.summary, late: late))
-                runtime.stop()
-            }
-        }
-        printTables(throughput, echoes, lateness)
+        return rows
     }
 
     private static func attempt(_ row: String, _ body: () throws -> Void) {
@@ -122,20 +162,10 @@ enum EngineBench {
         throw BenchFailure("no echo reply through \(lab.wire?.name ?? lab.client.name) within 5 s")
     }
 
-    private static func tcp(_ lab: BenchLab, window: (Bool) -> Void = { _ in }) throws -> Double {
-        try BenchTraffic.tcpThroughput(
-            from: lab.client, to: lab.router, address: BenchLab.routerV4, port: 40_400, seconds: throughputSeconds, window: window)
-    }
-
     private static func engineCPU<S>(_ runtime: EngineRuntime<S>) -> UInt64 {
         Direction.allCases.reduce(0) { total, direction in
             let statistics = runtime.statistics(of: direction)
             return total + statistics.userCPU + statistics.systemCPU
         }
-    }
-
-    private static func load(_ cpu: [UInt64], _ wall: [Double]) -> Double? {
-        guard cpu.count == 2, wall.count == 2, wall[1] > wall[0] else { return nil }
-        return Double(cpu[1] &- cpu[0]) / 1e9 / (wall[1] - wall[0])
     }
 }

@@ -22,9 +22,14 @@ final class BenchLab {
     var ends: WireEnds? { wire.map { WireEnds(namespace: $0, clientSide: "cl-wl0", routerSide: "rt-wl0") } }
 
     /// Builds a lab. `throughWire`: client ⇄ wire ⇄ router, the wire prepared as the engine needs it
-    /// (IPv6 off, offloads off on the wire ends and their peers); otherwise one veth pair client ⇄ router,
-    /// with its offloads as veth sets them unless `offloadsOff`.
-    init(tag: String, throughWire: Bool, offloadsOff: Bool = false) throws {
+    /// (IPv6 off, offloads off on the wire ends, the peers prepared for `mode`); otherwise one veth pair
+    /// client ⇄ router, with its offloads as veth sets them unless `offloadsOff`. `keepOffloads` leaves every
+    /// offload but GRO on, on the wire ends and the peers (the bare forwarder's `--vnet` experiment).
+    /// `groOnPeers` switches GRO on where the peers receive (veth then uses NAPI and coalesces validated segments).
+    init(
+        tag: String, throughWire: Bool, offloadsOff: Bool = false, mode: OffloadMode = .disabled, keepOffloads: Bool = false,
+        groOnPeers: Bool = false
+    ) throws {
         let base = "lcb\(getpid())-\(tag)"
         namespaces = []
         var made: [NamedNamespace] = []
@@ -53,12 +58,23 @@ final class BenchLab {
                 try links.addAddress(IPPrefix(address: address, length: 24)!, to: name)
                 try links.setLink(name, up: true)
             }
-            if let wire {
+            if let wire, keepOffloads {
+                let wireLinks = RouteNetlinkClient(connection: try wire.openNetlinkConnection(), namespace: wire.name)
+                for key in ["all", "default", "cl-wl0", "rt-wl0"] { try wire.setSysctl("net.ipv6.conf.\(key).disable_ipv6", "1") }
+                for end in ["cl-wl0", "rt-wl0"] {
+                    try InterfaceOffloads.disable(on: end, in: wire) { $0.hasPrefix("rx-gro") || $0 == "rx-lro" }
+                    try wireLinks.setLink(end, up: true)
+                }
+            } else if let wire {
                 try WirePreparation.prepare(WireEnds(namespace: wire, clientSide: "cl-wl0", routerSide: "rt-wl0"))
             }
-            if throughWire || offloadsOff {
-                try WirePreparation.preparePeer("wl0", in: client)
-                try WirePreparation.preparePeer("c-wl0", in: router)
+            if (throughWire && !keepOffloads) || offloadsOff {
+                try WirePreparation.preparePeer("wl0", in: client, mode: mode)
+                try WirePreparation.preparePeer("c-wl0", in: router, mode: mode)
+            }
+            if groOnPeers {
+                try InterfaceOffloads.set(true, on: "wl0", in: client) { $0 == "rx-gro" }
+                try InterfaceOffloads.set(true, on: "c-wl0", in: router) { $0 == "rx-gro" }
             }
             self.client = client
             self.router = router
@@ -97,8 +113,9 @@ final class BenchLab {
 final class BareForwarder {
     let process: SpawnedProcess
 
-    /// Starts it between the wire's ends and waits (at most 5 s) until it reports that it is bound.
-    init(_ ends: WireEnds) throws {
+    /// Starts it between the wire's ends and waits (at most 5 s) until it reports that it is bound. With
+    /// `vnet`, GSO super-frames cross whole with partial checksums (an experiment for the ceiling only).
+    init(_ ends: WireEnds, vnet: Bool = false) throws {
         guard let wire = ends.namespace else { throw BenchFailure("the bare forwarder needs a wire namespace") }
         let executable = Self.executablePath()
         guard access(executable, X_OK) == 0 else { throw BenchFailure("\(executable) is missing: build the bare-forwarder product") }
@@ -107,7 +124,8 @@ final class BareForwarder {
         for fd in pipeEnds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         defer { close(pipeEnds[0]) }
         do {
-            process = try wire.spawn(executable, arguments: [ends.clientSide, ends.routerSide], standardOutput: pipeEnds[1])
+            process = try wire.spawn(
+                executable, arguments: (vnet ? ["--vnet"] : []) + [ends.clientSide, ends.routerSide], standardOutput: pipeEnds[1])
         } catch {
             close(pipeEnds[1])
             throw error
