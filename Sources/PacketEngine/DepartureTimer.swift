@@ -99,15 +99,16 @@ final class Poller {
         guard cpk_epoll_add(fileDescriptor, fd, UInt32(EPOLLIN.rawValue), token) == 0 else { throw .system(operation) }
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1: no limit) and calls `handle` with each ready token.
+    /// Waits up to `timeoutMilliseconds` (-1: no limit) and calls `handle` with each ready token and its
+    /// events (`EPOLLIN`, `EPOLLERR`…).
     @inline(__always)
-    func wait(timeoutMilliseconds: Int32, _ handle: (_ token: UInt64) -> Void) {
+    func wait(timeoutMilliseconds: Int32, _ handle: (_ token: UInt64, _ events: UInt32) -> Void) {
         let ready = tokens.withUnsafeMutableBufferPointer { tokens in
             events.withUnsafeMutableBufferPointer { events in
                 cpk_epoll_wait(fileDescriptor, tokens.baseAddress, events.baseAddress, Int32(tokens.count), timeoutMilliseconds)
             }
         }
         guard ready > 0 else { return }
-        for index in 0..<Int(ready) { handle(tokens[index]) }
+        for index in 0..<Int(ready) { handle(tokens[index], events[index]) }
     }
 }

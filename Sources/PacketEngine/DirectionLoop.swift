@@ -21,7 +21,7 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
 
     private let receiver: PacketSocket
     private let sender: PacketSocket
-    private let receiveBatch: ReceiveBatch
+    private let source: any FrameSource
     private let sendBatch: SendBatch
     private let timer: DepartureTimer
     private let poller: Poller
@@ -44,7 +44,14 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
         // header a frame can be a 64 KiB super-frame.
         let slotSize = Int(max(receiver.mtu, sender.mtu)) + 14 + 4
         let receiveSlot = receiver.vnetHeader ? VirtioNetHeader.size + 65_536 + 14 + 4 : slotSize
-        receiveBatch = ReceiveBatch(capacity: max(1, options.batchSize), slotSize: max(slotSize, receiveSlot))
+        switch options.receiveMethod {
+        case .recvmmsg:
+            source = ReceiveBatch(capacity: max(1, options.batchSize), slotSize: max(slotSize, receiveSlot))
+        case .ring:
+            source = try ReceiveRing(
+                socket: receiver.fileDescriptor, frameBytes: receiver.vnetHeader ? 65_536 + 18 : slotSize, vnetHeader: receiver.vnetHeader,
+                slots: receiver.vnetHeader ? 128 : 2048, batch: max(1, options.batchSize), place: receiver.place)
+        }
         sendBatch = SendBatch(capacity: max(1, options.batchSize), slotSize: slotSize)
         spin = options.spin
         timer = try DepartureTimer(place: place)
@@ -72,15 +79,20 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
             if departDue(&now) { flush() }
             if receiveReady { receiveReady = receive() }
             flush()
+            source.release()
             if receiveReady { continue }
             if let next = scheduler.nextDeparture {
                 if next <= MonotonicClock.now() &+ spin { continue }
                 timer.ensure(firesBy: next - spin)
             }
             statistics.waits &+= 1
-            poller.wait(timeoutMilliseconds: -1) { token in
+            poller.wait(timeoutMilliseconds: -1) { token, events in
                 switch token {
-                case Self.receiveToken: receiveReady = true
+                case Self.receiveToken:
+                    // A pending socket error (ENETDOWN when the end goes down) keeps epoll reporting it until it
+                    // is read; recvmmsg reads it, a ring never does.
+                    if events & UInt32(EPOLLERR.rawValue) != 0 { takeSocketError() }
+                    receiveReady = true
                 case Self.timerToken: timer.acknowledge()
                 default: wake.acknowledge()
                 }
@@ -97,6 +109,16 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
         if cpk_thread_cpu_time(&user, &system) == 0 {
             statistics.userCPU = user
             statistics.systemCPU = system
+        }
+    }
+
+    /// Reads and counts the receive socket's pending error (`SO_ERROR` clears it).
+    private func takeSocketError() {
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        if getsockopt(receiver.fileDescriptor, SOL_SOCKET, SO_ERROR, &code, &length) == 0, code != 0 {
+            statistics.receiveErrors &+= 1
+            statistics.lastReceiveError = code
         }
     }
 
@@ -127,7 +149,7 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
     /// Reads one batch and offers its frames. Returns true when the batch was full (more may be waiting).
     @inline(__always)
     private func receive() -> Bool {
-        let count = receiveBatch.receive(from: receiver.fileDescriptor)
+        let count = source.receive(from: receiver.fileDescriptor)
         if count < 0 {
             let code = errno
             if code == EAGAIN || code == EWOULDBLOCK { return false }
@@ -139,23 +161,22 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
         }
         let now = MonotonicClock.now()
         for index in 0..<count {
-            if receiveBatch.isTruncated(index) {
+            if source.isTruncated(index) {
                 statistics.truncated &+= 1
                 continue
             }
-            if receiveBatch.packetType(index) == UInt8(PACKET_OUTGOING) {
+            if source.packetType(index) == UInt8(PACKET_OUTGOING) {
                 statistics.outgoingSkipped &+= 1
                 continue
             }
-            let frame = receiveBatch.frame(index)
+            let frame = source.frame(index)
             if receiver.vnetHeader {
                 offerVirtioFrame(frame, at: now)
             } else {
                 offer(frame, at: now, inReservedSlot: false)
             }
         }
-        receiveBatch.reset(upTo: count)
-        return count == receiveBatch.capacity
+        return count == source.capacity
     }
 
     /// Offers one frame and acts on the verdict. A frame in a reserved send slot (a segment) is queued in
@@ -255,6 +276,7 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
 
     /// Closes the sockets and descriptors (after the thread has ended).
     func closeDescriptors() {
+        source.close()
         receiver.close()
         sender.close()
         timer.close()

@@ -50,6 +50,15 @@ public enum OffloadMode: Sendable, Equatable {
     case segmentInEngine
 }
 
+/// How a direction reads frames off its wire end. Both wake the thread for every frame.
+public enum ReceiveMethod: Sendable, Equatable {
+    /// `recvmmsg` into the engine's own buffers, a batch per call.
+    case recvmmsg
+    /// A `TPACKET_V2` ring shared with the kernel (`PACKET_RX_RING`): no receive system call, frames sent on
+    /// from the ring's slots.
+    case ring
+}
+
 /// Tuning of the engine's I/O. The defaults suit a wire at up to a few Gbit/s.
 public struct EngineOptions: Sendable, Equatable {
     /// Frames read per `recvmmsg` and sent per `sendmmsg`.
@@ -61,6 +70,8 @@ public struct EngineOptions: Sendable, Equatable {
     public var socketBufferBytes: Int32 = 4 << 20
     /// Who segments and completes checksums; the peers must be prepared for the same mode.
     public var offloads: OffloadMode = .disabled
+    /// How frames are read.
+    public var receiveMethod: ReceiveMethod = .recvmmsg
     /// When set, both direction threads run `SCHED_FIFO` at this priority (1…99), so departures are not
     /// held up behind other work on a busy machine. The kernel's real-time throttling still leaves other
     /// tasks 5 % of each CPU. Needs `CAP_SYS_NICE`.
@@ -68,8 +79,9 @@ public struct EngineOptions: Sendable, Equatable {
 
     public init(
         batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20, offloads: OffloadMode = .disabled,
-        realtimePriority: Int32? = nil
+        realtimePriority: Int32? = nil, receiveMethod: ReceiveMethod = .recvmmsg
     ) {
+        self.receiveMethod = receiveMethod
         self.batchSize = batchSize
         self.spin = spin
         self.socketBufferBytes = socketBufferBytes

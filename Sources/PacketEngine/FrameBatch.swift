@@ -10,6 +10,7 @@ final class ReceiveBatch {
     private let vectors: UnsafeMutablePointer<iovec>
     private let addresses: UnsafeMutablePointer<sockaddr_ll>
     private let storage: UnsafeMutableRawPointer
+    private var received = 0
 
     init(capacity: Int, slotSize: Int) {
         self.capacity = capacity
@@ -48,7 +49,15 @@ final class ReceiveBatch {
     /// Receives up to `capacity` frames without blocking; returns the count, or -1 with errno set.
     @inline(__always)
     func receive(from fd: Int32) -> Int {
-        Int(cpk_recvmmsg(fd, messages, UInt32(capacity), Int32(MSG_DONTWAIT)))
+        let count = Int(cpk_recvmmsg(fd, messages, UInt32(capacity), Int32(MSG_DONTWAIT)))
+        received = max(0, count)
+        return count
+    }
+
+    /// Restores what the last receive overwrote.
+    func release() {
+        reset(upTo: received)
+        received = 0
     }
 
     /// The bytes slot `index` holds after a receive (truncated to the slot when `isTruncated`).

@@ -63,6 +63,15 @@ static inline uint64_t cpk_monotonic_ns(void) {
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+/* tp_status of a TPACKET_V2 ring frame, read with acquire and written with release ordering: the kernel
+ * and the reader hand each frame back and forth through it. */
+static inline uint32_t cpk_ring_status(const void *frame) {
+    return __atomic_load_n((const uint32_t *)frame, __ATOMIC_ACQUIRE);
+}
+static inline void cpk_ring_release(void *frame) {
+    __atomic_store_n((uint32_t *)frame, (uint32_t)TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+}
+
 /* A pause hint for spin loops. */
 static inline void cpk_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
