@@ -7,11 +7,11 @@ import Synchronization
 /// direction's scheduler, send what it lets through (at once, or when its departure time comes) out of
 /// the other end.
 ///
-/// Every iteration: run queued control jobs, hand out the departures that are due, read one batch
-/// (`recvmmsg`, non-blocking) and offer its frames, send everything queued in one `sendmmsg`. When there is
-/// nothing more to read it arms the timerfd for the next departure and sleeps in epoll on the receive
-/// socket, the timer and the wake signal. The scheduler, the batches and the statistics belong to this
-/// thread alone while it runs.
+/// Every iteration: run queued control jobs, send the departures that are due, read one batch (`recvmmsg`
+/// or a `TPACKET_V2` ring, never blocking) and offer its frames, send everything queued in one `sendmmsg`.
+/// When there is nothing more to read it arms the timerfd for the next departure and sleeps in epoll on
+/// the receive socket, the timer and the wake signal. The scheduler, the batches and the statistics belong
+/// to this thread alone while it runs.
 final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sendable {
     let direction: Direction
     var scheduler: Scheduler

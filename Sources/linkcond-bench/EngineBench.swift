@@ -81,6 +81,9 @@ enum EngineBench {
         var lateness: [LatenessRow] = []
         attempt("departure lateness") { lateness = try measureLateness() }
         printTables(subjects, echoes, lateness)
+        let dispatch = EngineBenchDispatch.measure()
+        print("")
+        print(String(format: "Scheduler call (offer, pass-through): generic %.2f ns, existential %.2f ns per frame", dispatch.generic, dispatch.existential))
     }
 
     private static func makeSubjects() throws -> [Subject] {
@@ -95,6 +98,12 @@ enum EngineBench {
             let engine = try EngineRuntime(wire: engineLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
             try engine.start()
             subjects.append(Subject("engine, pass-through (offloads off)", engineLab, measuresRTT: true, cpuTime: { engineCPU(engine) }, stop: { engine.stop() }))
+            let ringLab = try BenchLab(tag: "engring", throughWire: true)
+            let ringEngine = try EngineRuntime(
+                wire: ringLab.ends!, options: EngineOptions(receiveMethod: .ring), uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+            try ringEngine.start()
+            subjects.append(Subject("engine, TPACKET_V2 ring (offloads off)", ringLab, measuresRTT: true, cpuTime: { engineCPU(ringEngine) },
+                stop: { ringEngine.stop() }))
             let groLab = try BenchLab(tag: "enggro", throughWire: true, groOnPeers: true)
             let groEngine = try EngineRuntime(wire: groLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
             try groEngine.start()
@@ -107,6 +116,13 @@ enum EngineBench {
             try segmenting.start()
             subjects.append(Subject("engine, GSO cut in the engine (vnet hdr)", segmentLab, measuresRTT: false, cpuTime: { engineCPU(segmenting) },
                 stop: { segmenting.stop() }))
+            let ringSegmentLab = try BenchLab(tag: "engringseg", throughWire: true, mode: .segmentInEngine)
+            let ringSegmenting = try EngineRuntime(
+                wire: ringSegmentLab.ends!, options: EngineOptions(offloads: .segmentInEngine, receiveMethod: .ring), uplink: PassThroughScheduler(),
+                downlink: PassThroughScheduler())
+            try ringSegmenting.start()
+            subjects.append(Subject("engine, ring, GSO cut in the engine", ringSegmentLab, measuresRTT: false, cpuTime: { engineCPU(ringSegmenting) },
+                stop: { ringSegmenting.stop() }))
             let vnetLab = try BenchLab(tag: "barevnet", throughWire: true, keepOffloads: true)
             let vnet = try BareForwarder(vnetLab.ends!, vnet: true)
             subjects.append(Subject("bare C, GSO whole (partial csum; unsafe)", vnetLab, measuresRTT: false, cpuTime: { vnet.cpuTime }, stop: { vnet.stop() }))

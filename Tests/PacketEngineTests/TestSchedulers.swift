@@ -28,6 +28,8 @@ final class SwitchableScheduler: FrameScheduler {
     }
     private(set) var countedUDP = 0
     private(set) var offered = 0
+    /// Touched only by control jobs (`EngineRuntime.perform`).
+    var controlCounter = 0
     private(set) var corrupted = 0
     private var corruptionsLeft = 0
     private let delayLine = FixedDelayScheduler(delay: 0)
