@@ -14,9 +14,24 @@ import Synchronization
 /// to this thread alone while it runs.
 final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sendable {
     let direction: Direction
-    var scheduler: Scheduler
-    var statistics = DirectionStatistics()
     let mailbox = DirectionMailbox<Scheduler>()
+    // The scheduler and the counters are touched for every frame. Kept behind pointers, they are reached
+    // without the dynamic exclusivity checks a class's stored properties get (one thread owns them at a
+    // time; the mailbox hands them over).
+    private let schedulerSlot: UnsafeMutablePointer<Scheduler>
+    private let counters: UnsafeMutablePointer<DirectionStatistics>
+
+    /// The direction's model (its own thread's while it runs; see ``DirectionMailbox``).
+    var scheduler: Scheduler {
+        get { schedulerSlot.pointee }
+        _modify { yield &schedulerSlot.pointee }
+    }
+
+    /// The direction's counters (same ownership as the scheduler).
+    var statistics: DirectionStatistics {
+        get { counters.pointee }
+        _modify { yield &counters.pointee }
+    }
     let wake: WakeSignal
 
     private let receiver: PacketSocket
@@ -36,7 +51,10 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
         direction: Direction, scheduler: sending Scheduler, receiver: PacketSocket, sender: PacketSocket, options: EngineOptions
     ) throws(PacketEngineError) {
         self.direction = direction
-        self.scheduler = scheduler
+        schedulerSlot = .allocate(capacity: 1)
+        schedulerSlot.initialize(to: scheduler)
+        counters = .allocate(capacity: 1)
+        counters.initialize(to: DirectionStatistics())
         self.receiver = receiver
         self.sender = sender
         let place = "the \(direction) of \(receiver.place) to \(sender.interface)"
@@ -60,6 +78,13 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
         try poller.add(receiver.fileDescriptor, token: Self.receiveToken, operation: "epoll_ctl ADD \(receiver.place)")
         try poller.add(timer.fileDescriptor, token: Self.timerToken, operation: "epoll_ctl ADD the timer of \(place)")
         try poller.add(wake.fileDescriptor, token: Self.wakeToken, operation: "epoll_ctl ADD the wake signal of \(place)")
+    }
+
+    deinit {
+        schedulerSlot.deinitialize(count: 1)
+        schedulerSlot.deallocate()
+        counters.deinitialize(count: 1)
+        counters.deallocate()
     }
 
     /// Asks the thread to end after its current iteration (from any thread).

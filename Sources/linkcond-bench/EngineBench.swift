@@ -15,7 +15,7 @@ import RouteNetlink
 ///   sudo .build/release/linkcond-bench engine
 enum EngineBench {
     static let throughputSeconds = 2.0
-    static let rounds = 3
+    nonisolated(unsafe) static var rounds = 3
     static let echoSamples = 1000
 
     /// Something traffic crosses: a lab, and the forwarder running in it (if any).
@@ -49,14 +49,19 @@ enum EngineBench {
         var late: Double
     }
 
-    /// Runs every engine row and prints them. Failures are printed, never thrown; everything is removed at the end.
-    static func run() {
+    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt` and `lateness`
+    /// (empty: all), `rounds=N` sets the throughput rounds. Failures are printed, never thrown; everything is
+    /// removed at the end.
+    static func run(parts requested: Set<String> = []) {
+        if let rounds = requested.first(where: { $0.hasPrefix("rounds=") }).flatMap({ Int($0.dropFirst(7)) }) { Self.rounds = max(1, rounds) }
+        let parts = requested.filter { !$0.hasPrefix("rounds=") }
+        let all = parts.isEmpty
         let loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         print("userspace engine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average \(loadAverage) (other work on the machine skews every row)")
         var subjects: [Subject] = []
         defer { for subject in subjects { subject.remove() } }
-        attempt("set up") { subjects = try makeSubjects() }
-        for _ in 0..<rounds {
+        if all || parts.contains("throughput") || parts.contains("rtt") { attempt("set up") { subjects = try makeSubjects() } }
+        for _ in 0..<(all || parts.contains("throughput") ? rounds : 0) {
             for subject in subjects {
                 attempt(subject.name) {
                     var cpu: [UInt64] = []
@@ -73,17 +78,19 @@ enum EngineBench {
             }
         }
         var echoes: [(String, [Double])] = []
-        for subject in subjects where subject.measuresRTT {
+        for subject in subjects where subject.measuresRTT && (all || parts.contains("rtt")) {
             attempt("round trips through \(subject.name)") {
                 echoes.append((subject.name, try BenchTraffic.echoRoundTrips(from: subject.lab.client, to: BenchLab.routerV4, count: echoSamples)))
             }
         }
         var lateness: [LatenessRow] = []
-        attempt("departure lateness") { lateness = try measureLateness() }
+        if all || parts.contains("lateness") { attempt("departure lateness") { lateness = try measureLateness() } }
         printTables(subjects, echoes, lateness)
         let dispatch = EngineBenchDispatch.measure()
         print("")
-        print(String(format: "Scheduler call (offer, pass-through): generic %.2f ns, existential %.2f ns per frame", dispatch.generic, dispatch.existential))
+        print(String(
+            format: "Scheduler call (offer, opaque pass-through model): specialized generic %.2f ns, unspecialized generic %.2f ns, existential %.2f ns",
+            dispatch.specialized, dispatch.unspecialized, dispatch.existential))
     }
 
     private static func makeSubjects() throws -> [Subject] {

@@ -2,7 +2,7 @@
 // change, in one run, in a throwaway namespace. Prints a table of medians and 95th percentiles.
 //
 //   sudo .build/release/linkcond-bench [iterations]      (all rows; the engine's rows come last)
-//   sudo .build/release/linkcond-bench engine            (the userspace engine's rows only)
+//   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [rounds=N]   (the engine's rows only)
 //
 // Nothing outside the namespace lc-bench-PID is touched; it is removed at the end.
 import Conditioning
@@ -63,9 +63,9 @@ guard geteuid() == 0 else {
     FileHandle.standardError.write(Data("linkcond-bench: needs root (it creates a throwaway network namespace)\n".utf8))
     exit(1)
 }
-// `linkcond-bench engine` runs only the userspace engine's rows (EngineBench*.swift).
+// `linkcond-bench engine [throughput] [rtt] [lateness]` runs only the userspace engine's rows (EngineBench*.swift).
 if CommandLine.arguments.dropFirst().first == "engine" {
-    EngineBench.run()
+    EngineBench.run(parts: Set(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
 let iterations = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100 : 100
