@@ -20,6 +20,7 @@ public struct WireEnds: Sendable, Equatable {
     /// The end whose peer is the router's interface.
     public var routerSide: String
 
+    /// The ends `clientSide` and `routerSide` in `namespace`.
     public init(namespace: NamedNamespace?, clientSide: String, routerSide: String) {
         self.namespace = namespace
         self.clientSide = clientSide
@@ -77,6 +78,7 @@ public struct EngineOptions: Sendable, Equatable {
     /// tasks 5 % of each CPU. Needs `CAP_SYS_NICE`.
     public var realtimePriority: Int32?
 
+    /// Options; every parameter defaults to the value documented on its property.
     public init(
         batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20, offloads: OffloadMode = .disabled,
         realtimePriority: Int32? = nil, receiveMethod: ReceiveMethod = .recvmmsg
@@ -132,6 +134,7 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     /// frame was due (an upper bound on how late it crossed the veth).
     public var lateness = LatencyHistogram()
 
+    /// All zero.
     public init() {}
 
     public var description: String {

@@ -14,6 +14,7 @@ public struct LatencyHistogram: Sendable, Equatable {
     /// The sum of the values recorded (wrapping), for the mean.
     public private(set) var sum: UInt64 = 0
 
+    /// An empty histogram.
     public init() {
         counts = [UInt64](repeating: 0, count: Self.bucketCount)
     }
@@ -75,7 +76,9 @@ public struct LatencyHistogram: Sendable, Equatable {
 
 /// Median, 99th percentile and maximum of a ``LatencyHistogram``, in nanoseconds (nil when empty).
 public struct LatencySummary: Sendable, Equatable, CustomStringConvertible {
+    /// Values recorded.
     public var count: UInt64
+    /// The 50th and 99th percentiles (upper ends of their buckets) and the exact maximum.
     public var median: UInt64?
     public var p99: UInt64?
     public var maximum: UInt64?

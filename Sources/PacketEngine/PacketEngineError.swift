@@ -12,6 +12,7 @@ public struct PacketEngineError: Error, Sendable, Equatable, CustomStringConvert
     /// More text (a lower layer's own message, or why a value was refused).
     public var detail: String?
 
+    /// An error for `operation`, with the errno (0: none) and any detail.
     public init(operation: String, errno: Int32 = 0, detail: String? = nil) {
         self.operation = operation
         self.errno = errno

@@ -24,15 +24,24 @@ enum EngineBench {
         let lab: BenchLab
         /// CPU time of the forwarder so far, in nanoseconds; nil when nothing forwards (a bare veth pair).
         let cpuTime: (() -> UInt64)?
+        /// True when the forwarder is a process of its own (its CPU is not in this process's).
+        let separateProcess: Bool
         let measuresRTT: Bool
         private let stopForwarder: () -> Void
         var rates: [Double] = []
         var loads: [Double] = []
+        /// Everything's CPU seconds per second: this process (traffic, kernel work done in its threads' context,
+        /// the engine) plus a forwarder process.
+        var totals: [Double] = []
 
-        init(_ name: String, _ lab: BenchLab, measuresRTT: Bool, cpuTime: (() -> UInt64)? = nil, stop: @escaping () -> Void = {}) {
+        init(
+            _ name: String, _ lab: BenchLab, measuresRTT: Bool, cpuTime: (() -> UInt64)? = nil, separateProcess: Bool = false,
+            stop: @escaping () -> Void = {}
+        ) {
             self.name = name
             self.lab = lab
             self.cpuTime = cpuTime
+            self.separateProcess = separateProcess
             self.measuresRTT = measuresRTT
             stopForwarder = stop
         }
@@ -65,15 +74,19 @@ enum EngineBench {
             for subject in subjects {
                 attempt(subject.name) {
                     var cpu: [UInt64] = []
+                    var total: [UInt64] = []
                     var wall: [Double] = []
                     let rate = try BenchTraffic.tcpThroughput(
                         from: subject.lab.client, to: subject.lab.router, address: BenchLab.routerV4, port: 40_400, seconds: throughputSeconds
                     ) { _ in
-                        if let reader = subject.cpuTime { cpu.append(reader()) }
+                        let forwarder = subject.cpuTime?()
+                        if let forwarder { cpu.append(forwarder) }
+                        total.append(processCPU() + (subject.separateProcess ? forwarder ?? 0 : 0))
                         wall.append(BenchTraffic.seconds())
                     }
                     subject.rates.append(rate)
                     if cpu.count == 2 { subject.loads.append(Double(cpu[1] &- cpu[0]) / 1e9 / (wall[1] - wall[0])) }
+                    subject.totals.append(Double(total[1] &- total[0]) / 1e9 / (wall[1] - wall[0]))
                 }
             }
         }
@@ -100,7 +113,8 @@ enum EngineBench {
             subjects.append(Subject("bare veth pair (offloads off)", try BenchLab(tag: "vethoff", throughWire: false, offloadsOff: true), measuresRTT: false))
             let bareLab = try BenchLab(tag: "bare", throughWire: true)
             let bare = try BareForwarder(bareLab.ends!)
-            subjects.append(Subject("bare C forwarder (offloads off)", bareLab, measuresRTT: true, cpuTime: { bare.cpuTime }, stop: { bare.stop() }))
+            subjects.append(Subject("bare C forwarder (offloads off)", bareLab, measuresRTT: true, cpuTime: { bare.cpuTime }, separateProcess: true,
+                stop: { bare.stop() }))
             let engineLab = try BenchLab(tag: "engine", throughWire: true)
             let engine = try EngineRuntime(wire: engineLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
             try engine.start()
@@ -132,7 +146,8 @@ enum EngineBench {
                 stop: { ringSegmenting.stop() }))
             let vnetLab = try BenchLab(tag: "barevnet", throughWire: true, keepOffloads: true)
             let vnet = try BareForwarder(vnetLab.ends!, vnet: true)
-            subjects.append(Subject("bare C, GSO whole (partial csum; unsafe)", vnetLab, measuresRTT: false, cpuTime: { vnet.cpuTime }, stop: { vnet.stop() }))
+            subjects.append(Subject("bare C, GSO whole (partial csum; unsafe)", vnetLab, measuresRTT: false, cpuTime: { vnet.cpuTime },
+                separateProcess: true, stop: { vnet.stop() }))
             for subject in subjects { try waitForPath(subject.lab) }
         } catch {
             for subject in subjects { subject.remove() }
@@ -183,6 +198,14 @@ enum EngineBench {
             if try !BenchTraffic.echoRoundTrips(from: lab.client, to: BenchLab.routerV4, count: 1, gap: 0).isEmpty { return }
         }
         throw BenchFailure("no echo reply through \(lab.wire?.name ?? lab.client.name) within 5 s")
+    }
+
+    /// User and system CPU time of this whole process so far (`getrusage(RUSAGE_SELF)`), in nanoseconds.
+    private static func processCPU() -> UInt64 {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let user = UInt64(usage.ru_utime.tv_sec) * 1_000_000_000 + UInt64(usage.ru_utime.tv_usec) * 1000
+        return user + UInt64(usage.ru_stime.tv_sec) * 1_000_000_000 + UInt64(usage.ru_stime.tv_usec) * 1000
     }
 
     private static func engineCPU<S>(_ runtime: EngineRuntime<S>) -> UInt64 {

@@ -25,16 +25,18 @@ extension EngineBench {
     private static func printThroughput(_ subjects: [Subject]) {
         print("")
         print(column("TCP throughput, 1 stream, \(rounds) × \(Int(throughputSeconds)) s", 42) + right("best", 8) + right("median", 8)
-            + right("CPU s/s", 9) + right("CPU s per Gbit", 16))
+            + right("fwd CPU", 9) + right("fwd s/Gbit", 12) + right("all s/Gbit", 12))
         for subject in subjects {
             let best = (subject.rates.max() ?? .nan) / 1e9
             let median = percentile(subject.rates, 0.5) / 1e9
-            // The forwarder's CPU seconds per second, over the mean Gbit/s of the same rounds.
+            // The forwarder's CPU seconds per second, over the mean Gbit/s of the same rounds; then everything's
+            // (traffic generator, kernel work in its threads, forwarder).
             let load = subject.loads.isEmpty ? nil : subject.loads.reduce(0, +) / Double(subject.loads.count)
             let meanGbit = subject.rates.isEmpty ? 0 : subject.rates.reduce(0, +) / Double(subject.rates.count) / 1e9
             print("  " + column(subject.name, 40) + right(String(format: "%.2f", best), 8) + right(String(format: "%.2f", median), 8)
                 + right(load.map { String(format: "%.2f", $0) } ?? "-", 9)
-                + right(load.map { String(format: "%.3f", $0 / max(meanGbit, 0.001)) } ?? "-", 16))
+                + right(load.map { String(format: "%.3f", $0 / max(meanGbit, 0.001)) } ?? "-", 12)
+                + right(subject.totals.isEmpty ? "-" : String(format: "%.3f", subject.totals.reduce(0, +) / Double(subject.totals.count) / max(meanGbit, 0.001)), 12))
         }
     }
 
