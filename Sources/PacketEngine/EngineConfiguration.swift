@@ -56,7 +56,7 @@ public enum ReceiveMethod: Sendable, Equatable {
     /// `recvmmsg` into the engine's own buffers, a batch per call.
     case recvmmsg
     /// A `TPACKET_V2` ring shared with the kernel (`PACKET_RX_RING`): no receive system call, frames sent on
-    /// from the ring's slots.
+    /// from the ring's slots. The default: measured 10–30 % more TCP throughput than `recvmmsg` here.
     case ring
 }
 
@@ -72,7 +72,7 @@ public struct EngineOptions: Sendable, Equatable {
     /// Who segments and completes checksums; the peers must be prepared for the same mode.
     public var offloads: OffloadMode = .disabled
     /// How frames are read.
-    public var receiveMethod: ReceiveMethod = .recvmmsg
+    public var receiveMethod: ReceiveMethod = .ring
     /// When set, both direction threads run `SCHED_FIFO` at this priority (1…99), so departures are not
     /// held up behind other work on a busy machine. The kernel's real-time throttling still leaves other
     /// tasks 5 % of each CPU. Needs `CAP_SYS_NICE`.
@@ -81,7 +81,7 @@ public struct EngineOptions: Sendable, Equatable {
     /// Options; every parameter defaults to the value documented on its property.
     public init(
         batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20, offloads: OffloadMode = .disabled,
-        realtimePriority: Int32? = nil, receiveMethod: ReceiveMethod = .recvmmsg
+        realtimePriority: Int32? = nil, receiveMethod: ReceiveMethod = .ring
     ) {
         self.receiveMethod = receiveMethod
         self.batchSize = batchSize

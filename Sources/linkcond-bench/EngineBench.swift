@@ -116,26 +116,28 @@ enum EngineBench {
             subjects.append(Subject("bare C forwarder (offloads off)", bareLab, measuresRTT: true, cpuTime: { bare.cpuTime }, separateProcess: true,
                 stop: { bare.stop() }))
             let engineLab = try BenchLab(tag: "engine", throughWire: true)
-            let engine = try EngineRuntime(wire: engineLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+            let engine = try EngineRuntime(
+                wire: engineLab.ends!, options: EngineOptions(receiveMethod: .recvmmsg), uplink: PassThroughScheduler(),
+                downlink: PassThroughScheduler())
             try engine.start()
-            subjects.append(Subject("engine, pass-through (offloads off)", engineLab, measuresRTT: true, cpuTime: { engineCPU(engine) }, stop: { engine.stop() }))
+            subjects.append(Subject("engine, recvmmsg (offloads off)", engineLab, measuresRTT: true, cpuTime: { engineCPU(engine) }, stop: { engine.stop() }))
             let ringLab = try BenchLab(tag: "engring", throughWire: true)
             let ringEngine = try EngineRuntime(
                 wire: ringLab.ends!, options: EngineOptions(receiveMethod: .ring), uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
             try ringEngine.start()
-            subjects.append(Subject("engine, TPACKET_V2 ring (offloads off)", ringLab, measuresRTT: true, cpuTime: { engineCPU(ringEngine) },
+            subjects.append(Subject("engine, ring (offloads off; default)", ringLab, measuresRTT: true, cpuTime: { engineCPU(ringEngine) },
                 stop: { ringEngine.stop() }))
             let groLab = try BenchLab(tag: "enggro", throughWire: true, groOnPeers: true)
             let groEngine = try EngineRuntime(wire: groLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
             try groEngine.start()
-            subjects.append(Subject("engine, offloads off, GRO on the peers", groLab, measuresRTT: true, cpuTime: { engineCPU(groEngine) },
+            subjects.append(Subject("engine, ring, GRO on the peers", groLab, measuresRTT: true, cpuTime: { engineCPU(groEngine) },
                 stop: { groEngine.stop() }))
             let segmentLab = try BenchLab(tag: "engseg", throughWire: true, mode: .segmentInEngine)
             let segmenting = try EngineRuntime(
-                wire: segmentLab.ends!, options: EngineOptions(offloads: .segmentInEngine), uplink: PassThroughScheduler(),
+                wire: segmentLab.ends!, options: EngineOptions(offloads: .segmentInEngine, receiveMethod: .recvmmsg), uplink: PassThroughScheduler(),
                 downlink: PassThroughScheduler())
             try segmenting.start()
-            subjects.append(Subject("engine, GSO cut in the engine (vnet hdr)", segmentLab, measuresRTT: false, cpuTime: { engineCPU(segmenting) },
+            subjects.append(Subject("engine, recvmmsg, GSO cut in the engine", segmentLab, measuresRTT: false, cpuTime: { engineCPU(segmenting) },
                 stop: { segmenting.stop() }))
             let ringSegmentLab = try BenchLab(tag: "engringseg", throughWire: true, mode: .segmentInEngine)
             let ringSegmenting = try EngineRuntime(

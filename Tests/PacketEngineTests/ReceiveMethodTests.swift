@@ -4,11 +4,11 @@ import LinkEmulation
 import PacketEngine
 import XCTest
 
-/// ``ReceiveMethod/ring``: frames read from a `TPACKET_V2` ring instead of `recvmmsg`.
-final class ReceiveRingTests: EngineTestCase {
-    private let options = EngineOptions(receiveMethod: .ring)
+/// Both receive methods through the same checks (the other tests use the default, the ring).
+class ReceiveMethodTestCase: EngineTestCase {
+    var options: EngineOptions { EngineOptions() }
 
-    func testTrafficCrossesBothWaysWithoutReadBack() throws {
+    func checkTrafficCrossesBothWaysWithoutReadBack() throws {
         let lab = try makeLab()
         let uplink = SwitchableScheduler()
         uplink.countedPort = 40_101
@@ -30,7 +30,7 @@ final class ReceiveRingTests: EngineTestCase {
         }
     }
 
-    func testSegmentationInTheEngineReadsTheVnetHeaderFromTheRing() throws {
+    func checkSegmentationInTheEngineFindsTheVnetHeader() throws {
         let lab = try makeLab(mode: .segmentInEngine)
         var options = self.options
         options.offloads = .segmentInEngine
@@ -46,7 +46,7 @@ final class ReceiveRingTests: EngineTestCase {
         XCTAssertEqual(statistics.unsupported, 0, "\(statistics)")
     }
 
-    func testALinkFlapNeitherStopsNorSpinsTheEngine() throws {
+    func checkALinkFlapNeitherStopsNorSpinsTheEngine() throws {
         let lab = try makeLab()
         let runtime = try startEngine(lab, options: options, uplink: SwitchableScheduler(), downlink: SwitchableScheduler())
         let relay = try CarrierRelay(wire: lab.ends)
@@ -68,12 +68,32 @@ final class ReceiveRingTests: EngineTestCase {
         XCTAssertTrue(replied, "no traffic after the flap")
     }
 
-    func testStopUnmapsTheRingsSoNoSocketIsLeft() throws {
+    func checkStopLeavesNoSocket() throws {
         let lab = try makeLab()
         let runtime = try EngineRuntime(wire: lab.ends, options: options, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
         try runtime.start()
         XCTAssertNotNil(try Traffic.ping(from: lab.client, to: WireLab.routerV4, timeout: 1))
         runtime.stop()
-        XCTAssertEqual(try packetSockets(in: lab.wire), 0, "a ring mapping kept a packet socket alive")
+        XCTAssertEqual(try packetSockets(in: lab.wire), 0, "a packet socket (or a ring mapping holding one) is left")
     }
+}
+
+/// ``ReceiveMethod/ring``: a `TPACKET_V2` ring (the default).
+final class RingReceiveTests: ReceiveMethodTestCase {
+    override var options: EngineOptions { EngineOptions(receiveMethod: .ring) }
+
+    func testTrafficCrossesBothWaysWithoutReadBack() throws { try checkTrafficCrossesBothWaysWithoutReadBack() }
+    func testSegmentationInTheEngineFindsTheVnetHeader() throws { try checkSegmentationInTheEngineFindsTheVnetHeader() }
+    func testALinkFlapNeitherStopsNorSpinsTheEngine() throws { try checkALinkFlapNeitherStopsNorSpinsTheEngine() }
+    func testStopUnmapsTheRingsSoNoSocketIsLeft() throws { try checkStopLeavesNoSocket() }
+}
+
+/// ``ReceiveMethod/recvmmsg``.
+final class RecvmmsgReceiveTests: ReceiveMethodTestCase {
+    override var options: EngineOptions { EngineOptions(receiveMethod: .recvmmsg) }
+
+    func testTrafficCrossesBothWaysWithoutReadBack() throws { try checkTrafficCrossesBothWaysWithoutReadBack() }
+    func testSegmentationInTheEngineFindsTheVnetHeader() throws { try checkSegmentationInTheEngineFindsTheVnetHeader() }
+    func testALinkFlapNeitherStopsNorSpinsTheEngine() throws { try checkALinkFlapNeitherStopsNorSpinsTheEngine() }
+    func testStopLeavesNoSocket() throws { try checkStopLeavesNoSocket() }
 }
