@@ -21,7 +21,7 @@ import PackageDescription
 //   Timeline                events, recorder, metrics, reports
 //   Scenarios               scenario files, runner, LinkLab
 //   LinkcondCLI             the command line; no logic a library user needs
-//   linkcond, linkcond-bench   the executables
+//   linkcond, linkcond-bench, bare-forwarder   the executables (bare-forwarder: the engine's floor in C)
 let package = Package(
     name: "linkcond",
     products: [
@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "PathMonitor", targets: ["PathMonitor"]),
         .library(name: "Timeline", targets: ["Timeline"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
+        .library(name: "PacketEngine", targets: ["PacketEngine"]),
         .executable(name: "linkcond", targets: ["linkcond"]),
     ],
     targets: [
@@ -54,7 +55,14 @@ let package = Package(
         .target(name: "JSONDocument"),
         .target(name: "Profiles", dependencies: ["JSONDocument", "LinkcondBase"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles", "LinkcondBase"]),
+        .target(name: "CPacket"),
+        .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl", "LinkcondBase"]),
+        // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
+        .executableTarget(name: "bare-forwarder"),
         .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation"]),
+        .target(
+            name: "Engine",
+            dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
         .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
@@ -66,12 +74,16 @@ let package = Package(
             name: "LinkcondCLI",
             dependencies: [
                 "Scenarios", "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "LinkcondBase",
+                "Engine", "PacketEngine",
                 "JSONDocument",
             ]),
         .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
         .executableTarget(
             name: "linkcond-bench",
-            dependencies: ["Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing", "CNetlinkFloor", "CMnl"]),
+            dependencies: [
+                "Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing",
+                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation",
+            ]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
         .testTarget(
@@ -84,6 +96,8 @@ let package = Package(
             name: "NetemNetlinkTests",
             dependencies: ["Conditioning", "Profiles", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
+        .testTarget(
+            name: "PacketEngineTests", dependencies: ["PacketEngine", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
         .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles"]),

@@ -1,4 +1,5 @@
 import EngineControl
+import Foundation
 import Glibc
 import LinkEmulation
 import LinkcondBase
@@ -140,7 +141,8 @@ public final class EngineService: @unchecked Sendable {
 
     private func serve(_ listener: Int32) {
         while true {
-            let connection = accept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
+            let connection = accept(listener, nil, nil)
+            if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
             if connection < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return  // the listener was shut down
@@ -157,7 +159,7 @@ public final class EngineService: @unchecked Sendable {
             guard let conditions = request.conditions else {
                 return EngineResponse(error: "an apply needs conditions", links: state(), pid: getpid())
             }
-            let wanted = request.links.map(Set.init) ?? Set(EngineLink.allCases)
+            let wanted = request.links.map(Set.init) ?? Set(links.map(\.plan.link))
             let missing = wanted.subtracting(links.map(\.plan.link))
             if !missing.isEmpty {
                 return EngineResponse(

@@ -12,7 +12,7 @@ public enum CommandTree {
             pairs, and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
-        subcommands: [up, down, status, exec, apply, clear, show, profiles, monitor, run, doctor, serve],
+        subcommands: [up, down, status, exec, apply, clear, show, profiles, monitor, run, doctor, serve, engine],
         examples: [
             "sudo linkcond up",
             "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
@@ -172,5 +172,20 @@ public enum CommandTree {
         options: [
             nameOption,
             .value("portal-flag", valueName: "path", help: "while this file exists, /generate_204 answers as a captive portal"),
+        ])
+
+    static let engine = CommandSpec(
+        "engine",
+        abstract: "Run a sandbox's userspace engine in the current (wire) namespace (started by 'up').",
+        discussion: """
+            Forwards frames between the wire's veth ends (cl-wl0/rt-wl0, and cl-ww0/rt-ww0 with cellular)
+            through the impairment model, relays carrier from one side to the other, and takes profiles on
+            its control socket (STORE/NAME.engine.sock) until it receives SIGTERM or SIGINT. 'linkcond up'
+            starts it inside the wire namespace with the userspace backend; there is rarely a reason to run
+            it by hand. LINKCOND_ENGINE_PRIORITY=N runs the forwarding threads SCHED_FIFO at priority N.
+            """,
+        options: [
+            nameOption,
+            .value("store", valueName: "dir", help: "the sandbox store holding the control socket", defaultDescription: "/run/linkcond"),
         ])
 }

@@ -46,6 +46,7 @@ public enum LinkcondCLI {
             case "run": return try RunCommand.run(parsed)
             case "doctor": return try DoctorCommand.run(parsed)
             case "serve": return try ServeCommand.run(parsed)
+            case "engine": return try EngineCommand.run(parsed)
             default:
                 Output.error("'\(parsed.subcommandPath[0])' is not implemented")
                 return 1

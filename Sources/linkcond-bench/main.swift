@@ -1,7 +1,8 @@
 // linkcond-bench: linkcond's own netlink paths against the iproute2 commands peers run for the same
 // change, in one run, in a throwaway namespace. Prints a table of medians and 95th percentiles.
 //
-//   sudo .build/release/linkcond-bench [iterations] [--json]
+//   sudo .build/release/linkcond-bench [iterations] [--json]     (all rows; the engine's rows come last)
+//   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [rounds=N]   (the engine's rows only)
 //
 // Nothing outside the namespace lc-bench-PID is touched; it is removed at the end.
 import Conditioning
@@ -62,6 +63,11 @@ func time(_ body: () throws -> Void) rethrows -> Double {
 guard geteuid() == 0 else {
     FileHandle.standardError.write(Data("linkcond-bench: needs root (it creates a throwaway network namespace)\n".utf8))
     exit(1)
+}
+// `linkcond-bench engine [throughput] [rtt] [lateness]` runs only the userspace engine's rows (EngineBench*.swift).
+if CommandLine.arguments.dropFirst().first == "engine" {
+    EngineBench.run(parts: Set(CommandLine.arguments.dropFirst(2)))
+    exit(0)
 }
 let iterations = CommandLine.arguments.dropFirst().compactMap { Int($0) }.first ?? 100
 let json = CommandLine.arguments.contains("--json")
@@ -211,3 +217,9 @@ var table = rows.map { row in
 }
 table += try NetlinkBench.rows(iterations: iterations, hasNetem: hasNetem, linkcond: access(linkcondPath, X_OK) == 0 ? linkcondPath : nil)
 BenchOutput.print(table, json: json, header: "linkcond-bench: \(iterations) iterations, kernel \(ProcessInfo.processInfo.operatingSystemVersionString)")
+
+// The userspace engine's data plane: throughput, added round-trip time, departure lateness, CPU (EngineBench*.swift).
+if !json {
+    print("")
+    EngineBench.run()
+}

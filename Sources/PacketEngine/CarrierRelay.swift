@@ -1,0 +1,192 @@
+import CMnl
+import Glibc
+import Netlink
+import RouteNetlink
+import Synchronization
+
+/// Carries a link change on one side of the wire to the other side, so that pulling the router's end
+/// still looks like radio loss to the client (and the other way round).
+///
+/// A veth has carrier exactly when its peer is up, so in the wire namespace the carrier of `cl-wl0` says
+/// whether the client's `wl0` is up, and that of `rt-wl0` whether the router's `c-wl0` is. The relay
+/// follows `RTNLGRP_LINK` there and, after every burst of notifications, applies one rule to the current
+/// state: for each wire end X that is administratively up, the other end's admin state becomes X's
+/// carrier. An end that is down (because the relay set it down) is ignored — its carrier then says
+/// nothing about its peer — so at most one end is ever down by the relay and nothing loops:
+///
+/// - `c-wl0` down ⇒ `rt-wl0` loses carrier ⇒ `cl-wl0` set down ⇒ `wl0` loses carrier; `c-wl0` up reverses it.
+/// - `wl0` down ⇒ `cl-wl0` loses carrier ⇒ `rt-wl0` set down ⇒ `c-wl0` loses carrier.
+///
+/// Loss, even 100 %, is not a link change: the relay reacts to links only. It starts by setting both ends up.
+public final class CarrierRelay: Sendable {
+    /// What the relay has seen and done.
+    public struct Statistics: Sendable, Equatable {
+        /// Bursts of link notifications read.
+        public var bursts: UInt64 = 0
+        /// Admin-state changes made (`ip link set END up|down`).
+        public var changes: UInt64 = 0
+        /// Failures to read or change a link, and the last one.
+        public var errors: UInt64 = 0
+        public var lastError: String?
+    }
+
+    private struct State {
+        /// Released by ``stop()``, which closes the relay's sockets.
+        var loop: RelayLoop?
+        var thread: pthread_t?
+        var statistics = Statistics()
+    }
+
+    /// The ends the relay keeps in step.
+    public let wire: WireEnds
+    private let state: Mutex<State>
+
+    /// Subscribes to link notifications in the wire's namespace and opens the netlink connection that reads
+    /// and sets the ends. Nothing changes before ``start()``.
+    public init(wire: WireEnds) throws(PacketEngineError) {
+        self.wire = wire
+        let place = namespaceText(wire.namespace)
+        let (listener, requests) = try inNamespace(wire.namespace, "subscribe to link notifications in \(place)") {
+            (try NetlinkListener(groups: [UInt32(RTNLGRP_LINK.rawValue)]), try NetlinkSocket())
+        }
+        let fd = listener.socket.fileDescriptor
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        // libmnl opens its sockets without SOCK_CLOEXEC.
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(requests.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        let connection = NetlinkConnection(transport: requests)
+        let loop = RelayLoop(
+            wire: wire, listener: listener, links: RouteNetlinkClient(connection: connection, namespace: wire.namespace?.name),
+            wake: try WakeSignal(place: "the carrier relay in \(place)"))
+        state = Mutex(State(loop: loop))
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Sets both ends up, applies the rule once, and starts following notifications on a thread of its own.
+    /// A relay starts once; after ``stop()`` make a new one.
+    public func start() throws(PacketEngineError) {
+        try state.withLock { (state: inout State) throws(PacketEngineError) in
+            guard state.thread == nil else { return }
+            guard let loop = state.loop else {
+                throw PacketEngineError(operation: "start the carrier relay in \(namespaceText(wire.namespace))", detail: "it was stopped")
+            }
+            try loop.setUp(wire.clientSide)
+            try loop.setUp(wire.routerSide)
+            state.thread = try EngineThread.start(loop, operation: "start the carrier relay in \(namespaceText(wire.namespace))")
+        }
+    }
+
+    /// Stops following notifications, waits for the thread to end and closes the relay's sockets. The ends
+    /// keep their state. Idempotent.
+    public func stop() {
+        state.withLock { state in
+            guard let loop = state.loop else { return }
+            if let thread = state.thread {
+                loop.requestStop()
+                pthread_join(thread, nil)
+                state.thread = nil
+            }
+            state.statistics = loop.statistics.withLock { $0 }
+            state.loop = nil
+        }
+    }
+
+    /// What the relay has seen and done so far.
+    public var statistics: Statistics {
+        state.withLock { state in state.loop?.statistics.withLock { $0 } ?? state.statistics }
+    }
+}
+
+/// The relay's thread: wait for link notifications, then bring the ends in line with the rule.
+private final class RelayLoop: ThreadBody, @unchecked Sendable {
+    let wire: WireEnds
+    let listener: NetlinkListener
+    let links: RouteNetlinkClient
+    let wake: WakeSignal
+    let statistics = Mutex(CarrierRelay.Statistics())
+    private let stopRequested = Atomic<Bool>(false)
+
+    init(wire: WireEnds, listener: NetlinkListener, links: RouteNetlinkClient, wake: WakeSignal) {
+        self.wire = wire
+        self.listener = listener
+        self.links = links
+        self.wake = wake
+    }
+
+    func requestStop() {
+        stopRequested.store(true, ordering: .relaxed)
+        wake.wake()
+    }
+
+    func setUp(_ end: String) throws(PacketEngineError) {
+        do {
+            try links.setLink(end, up: true)
+        } catch {
+            throw .netlink("ip -n \(namespaceText(wire.namespace)) link set \(end) up", error)
+        }
+    }
+
+    func runThread() {
+        EngineThread.configureCurrent(name: "lc-carrier")
+        var descriptors = [
+            pollfd(fd: listener.socket.fileDescriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake.fileDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        apply()
+        while !stopRequested.load(ordering: .relaxed) {
+            descriptors[0].revents = 0
+            descriptors[1].revents = 0
+            guard poll(&descriptors, 2, -1) > 0 else { continue }
+            if descriptors[1].revents != 0 { wake.acknowledge() }
+            guard descriptors[0].revents != 0 else { continue }
+            drain()
+            statistics.withLock { $0.bursts += 1 }
+            apply()
+        }
+    }
+
+    /// Reads every queued notification. Their content does not matter: the rule is applied to the state
+    /// read afresh, so a lost notification (`ENOBUFS`) loses nothing either.
+    private func drain() {
+        while true {
+            do {
+                _ = try listener.receive()
+            } catch where error.kind == .overrun {
+                continue
+            } catch {
+                return  // EAGAIN: the burst is over
+            }
+        }
+    }
+
+    /// Applies the rule until the state is stable (a change can make the other end's rule apply).
+    private func apply() {
+        for _ in 0..<4 {
+            do {
+                let client = try links.link(named: wire.clientSide)
+                let router = try links.link(named: wire.routerSide)
+                if client.isUp, router.isUp != client.carrier {
+                    try change(wire.routerSide, up: client.carrier)
+                } else if router.isUp, client.isUp != router.carrier {
+                    try change(wire.clientSide, up: router.carrier)
+                } else {
+                    return
+                }
+            } catch {
+                statistics.withLock {
+                    $0.errors += 1
+                    $0.lastError = "\(error)"
+                }
+                return
+            }
+        }
+    }
+
+    private func change(_ end: String, up: Bool) throws {
+        try links.setLink(end, up: up)
+        statistics.withLock { $0.changes += 1 }
+    }
+}

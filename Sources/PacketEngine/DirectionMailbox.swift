@@ -1,0 +1,87 @@
+import LinkEmulation
+import Synchronization
+
+/// Work another thread hands to a direction's thread, run between batches; the submitter waits for it.
+final class DirectionJob<Scheduler: FrameScheduler>: @unchecked Sendable {
+    /// The work; its second argument is true when it runs on the direction's own thread.
+    private var body: ((DirectionLoop<Scheduler>, Bool) -> Void)?
+    private let done = CompletionSignal()
+
+    init(_ body: @escaping (DirectionLoop<Scheduler>, _ onDirectionThread: Bool) -> Void) {
+        self.body = body
+    }
+
+    /// Runs the body once, releases it (so nothing it captured outlives the submitter's wait), and
+    /// signals completion.
+    func run(_ loop: DirectionLoop<Scheduler>, onDirectionThread: Bool) {
+        body?(loop, onDirectionThread)
+        body = nil
+        done.signal()
+    }
+
+    /// Waits until ``run(_:)`` has finished.
+    func wait() {
+        done.wait()
+    }
+}
+
+/// The queue of ``DirectionJob``s of one direction.
+///
+/// While the direction's thread runs, the mailbox is open: a job is queued, the thread is woken (eventfd),
+/// and it runs the job at its next wake-up. While it does not run (before start, after stop), the job runs
+/// at once on the submitting thread, under the mailbox's lock — in both cases exactly one thread touches
+/// the scheduler at a time. The hot path reads one atomic flag per iteration and takes no lock.
+final class DirectionMailbox<Scheduler: FrameScheduler>: Sendable {
+    private struct State {
+        var open = false
+        var jobs: [DirectionJob<Scheduler>] = []
+    }
+
+    private let state = Mutex(State())
+    private let pending = Atomic<Bool>(false)
+
+    /// True when jobs may be waiting (checked by the direction's thread on every iteration).
+    @inline(__always)
+    var hasPending: Bool { pending.load(ordering: .acquiring) }
+
+    /// Queues `job` and wakes the thread (`wake` runs under the lock, so never after ``close(_:)``), or runs it
+    /// now when the thread is not running. Returns when the job has run.
+    func submit(_ job: DirectionJob<Scheduler>, loop: DirectionLoop<Scheduler>, wake: () -> Void) {
+        let queued = state.withLock { state -> Bool in
+            guard state.open else {
+                job.run(loop, onDirectionThread: false)
+                return false
+            }
+            state.jobs.append(job)
+            pending.store(true, ordering: .releasing)
+            wake()
+            return true
+        }
+        if queued { job.wait() }
+    }
+
+    /// Opens the mailbox, before the thread starts.
+    func open() {
+        state.withLock { $0.open = true }
+    }
+
+    /// Runs the queued jobs (by the direction's thread).
+    func runPending(_ loop: DirectionLoop<Scheduler>) {
+        pending.store(false, ordering: .relaxed)
+        let jobs = state.withLock { state -> [DirectionJob<Scheduler>] in
+            defer { state.jobs.removeAll(keepingCapacity: true) }
+            return state.jobs
+        }
+        for job in jobs { job.run(loop, onDirectionThread: true) }
+    }
+
+    /// Closes the mailbox as the thread's last act, running what is still queued; from then on jobs run
+    /// on their submitters.
+    func close(_ loop: DirectionLoop<Scheduler>) {
+        state.withLock { state in
+            state.open = false
+            for job in state.jobs { job.run(loop, onDirectionThread: true) }
+            state.jobs.removeAll()
+        }
+    }
+}

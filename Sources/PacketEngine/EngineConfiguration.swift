@@ -1,0 +1,148 @@
+import NetNamespace
+
+/// One way through the wire.
+public enum Direction: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// Client to router: read from the client-side wire end, sent out of the router-side end.
+    case uplink
+    /// Router to client: read from the router-side wire end, sent out of the client-side end.
+    case downlink
+
+    public var description: String { rawValue }
+}
+
+/// The wire's two veth ends, in the wire namespace: `cl-wl0` (peer of the client's `wl0`) and `rt-wl0`
+/// (peer of the router's `c-wl0`).
+public struct WireEnds: Sendable, Equatable {
+    /// The namespace both ends live in; nil for the calling thread's own (an engine process started inside it).
+    public var namespace: NamedNamespace?
+    /// The end whose peer is the client's interface.
+    public var clientSide: String
+    /// The end whose peer is the router's interface.
+    public var routerSide: String
+
+    /// The ends `clientSide` and `routerSide` in `namespace`.
+    public init(namespace: NamedNamespace?, clientSide: String, routerSide: String) {
+        self.namespace = namespace
+        self.clientSide = clientSide
+        self.routerSide = routerSide
+    }
+
+    /// The end a direction reads from.
+    public func receiving(_ direction: Direction) -> String {
+        direction == .uplink ? clientSide : routerSide
+    }
+
+    /// The end a direction sends out of.
+    public func sending(_ direction: Direction) -> String {
+        direction == .uplink ? routerSide : clientSide
+    }
+}
+
+/// Who cuts TCP super-frames into MTU-sized frames and completes checksums: the peers' kernels before the
+/// frames enter the wire, or the engine after it reads them.
+public enum OffloadMode: Sendable, Equatable {
+    /// The peers send plain frames (their offloads are off, see ``WirePreparation/preparePeer(_:in:mode:)``):
+    /// at most one MTU, checksums complete. The default, and the simplest.
+    case disabled
+    /// The peers keep TSO and checksum offload; the engine reads GSO super-frames and partial checksums
+    /// with `PACKET_VNET_HDR` and does what software GSO does — segments with complete checksums — before
+    /// the model sees them. Fewer frames cross from the sending peer into the wire, so it is faster; what
+    /// leaves the engine is the same as with ``disabled``.
+    case segmentInEngine
+}
+
+/// How a direction reads frames off its wire end. Both wake the thread for every frame.
+public enum ReceiveMethod: Sendable, Equatable {
+    /// `recvmmsg` into the engine's own buffers, a batch per call.
+    case recvmmsg
+    /// A `TPACKET_V2` ring shared with the kernel (`PACKET_RX_RING`): no receive system call, frames sent on
+    /// from the ring's slots. The default: measured 10–30 % more TCP throughput than `recvmmsg` here.
+    case ring
+}
+
+/// Tuning of the engine's I/O. The defaults suit a wire at up to a few Gbit/s.
+public struct EngineOptions: Sendable, Equatable {
+    /// Frames read per `recvmmsg` and sent per `sendmmsg`.
+    public var batchSize: Int = 64
+    /// How long before a departure a direction's thread stops sleeping and spins on the clock, in
+    /// nanoseconds (0: never spin; the timerfd alone wakes it). Spinning trades CPU for punctuality.
+    public var spin: UInt64 = 0
+    /// Receive and send buffer of each packet socket, in bytes.
+    public var socketBufferBytes: Int32 = 4 << 20
+    /// Who segments and completes checksums; the peers must be prepared for the same mode.
+    public var offloads: OffloadMode = .disabled
+    /// How frames are read.
+    public var receiveMethod: ReceiveMethod = .ring
+    /// When set, both direction threads run `SCHED_FIFO` at this priority (1…99), so departures are not
+    /// held up behind other work on a busy machine. The kernel's real-time throttling still leaves other
+    /// tasks 5 % of each CPU. Needs `CAP_SYS_NICE`.
+    public var realtimePriority: Int32?
+
+    /// Options; every parameter defaults to the value documented on its property.
+    public init(
+        batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20, offloads: OffloadMode = .disabled,
+        realtimePriority: Int32? = nil, receiveMethod: ReceiveMethod = .ring
+    ) {
+        self.receiveMethod = receiveMethod
+        self.batchSize = batchSize
+        self.spin = spin
+        self.socketBufferBytes = socketBufferBytes
+        self.offloads = offloads
+        self.realtimePriority = realtimePriority
+    }
+}
+
+/// What one direction did, counted by its own thread (read with ``EngineRuntime/statistics(of:)``).
+public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible {
+    /// Frames offered to the scheduler (with ``OffloadMode/segmentInEngine``: after segmentation), and their bytes.
+    public var received: UInt64 = 0
+    public var receivedBytes: UInt64 = 0
+    /// Verdicts of the scheduler: sent at once, held for later, dropped.
+    public var forwardedAtOnce: UInt64 = 0
+    public var held: UInt64 = 0
+    public var dropped: UInt64 = 0
+    /// Held frames the scheduler handed out when due.
+    public var departed: UInt64 = 0
+    /// Frames the kernel accepted on the sending end, and their bytes.
+    public var sent: UInt64 = 0
+    public var sentBytes: UInt64 = 0
+    /// Frames the kernel refused to send (`ENETDOWN` while the far end is down, `ENOBUFS`), and the last errno.
+    public var sendFailures: UInt64 = 0
+    public var lastSendError: Int32 = 0
+    /// Receive errors (`ENETDOWN` once per link-down of the receiving end), and the last errno.
+    public var receiveErrors: UInt64 = 0
+    public var lastReceiveError: Int32 = 0
+    /// Frames longer than a receive slot (offloads left on), dropped.
+    public var truncated: UInt64 = 0
+    /// Frames the kernel reported as outgoing (never expected with `PACKET_IGNORE_OUTGOING`), skipped.
+    public var outgoingSkipped: UInt64 = 0
+    /// Held frames larger than a send slot, dropped.
+    public var oversized: UInt64 = 0
+    /// With ``OffloadMode/segmentInEngine``: super-frames cut, segments made from them, partial checksums
+    /// completed, and frames that could not be handled (an unsupported GSO type, inconsistent offsets), dropped.
+    public var superFrames: UInt64 = 0
+    public var segments: UInt64 = 0
+    public var checksumsCompleted: UInt64 = 0
+    public var unsupported: UInt64 = 0
+    /// Times the thread slept in epoll.
+    public var waits: UInt64 = 0
+    /// CPU time the direction's thread has used, user and system, in nanoseconds (`getrusage(RUSAGE_THREAD)`,
+    /// taken when the statistics are read and when the thread ends).
+    public var userCPU: UInt64 = 0
+    public var systemCPU: UInt64 = 0
+    /// Departure lateness of held frames: the time the `sendmmsg` carrying a frame returned minus the time the
+    /// frame was due (an upper bound on how late it crossed the veth).
+    public var lateness = LatencyHistogram()
+
+    /// All zero.
+    public init() {}
+
+    public var description: String {
+        "received \(received) (\(receivedBytes) B), at once \(forwardedAtOnce), held \(held), dropped \(dropped), "
+            + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
+            + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), outgoing \(outgoingSkipped), "
+            + "oversized \(oversized), super-frames \(superFrames) → \(segments) segments, checksums completed \(checksumsCompleted), "
+            + "unsupported \(unsupported), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
+            + "lateness \(lateness.summary)"
+    }
+}

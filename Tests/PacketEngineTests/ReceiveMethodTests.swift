@@ -1,0 +1,99 @@
+import Foundation
+import Glibc
+import LinkEmulation
+import PacketEngine
+import XCTest
+
+/// Both receive methods through the same checks (the other tests use the default, the ring).
+class ReceiveMethodTestCase: EngineTestCase {
+    var options: EngineOptions { EngineOptions() }
+
+    func checkTrafficCrossesBothWaysWithoutReadBack() throws {
+        let lab = try makeLab()
+        let uplink = SwitchableScheduler()
+        uplink.countedPort = 40_101
+        let downlink = SwitchableScheduler()
+        downlink.countedPort = 40_102
+        let runtime = try startEngine(lab, options: options, uplink: uplink, downlink: downlink)
+        XCTAssertEqual(try Traffic.udpDatagrams(count: 200, from: lab.client, to: WireLab.routerV4, in: lab.router, port: 40_101), 200)
+        XCTAssertEqual(try Traffic.udpDatagrams(count: 200, from: lab.router, to: WireLab.clientV6, in: lab.client, port: 40_102), 200)
+        XCTAssertEqual(try runtime.perform(on: .uplink) { $0.countedUDP }, 200)
+        XCTAssertEqual(try runtime.perform(on: .downlink) { $0.countedUDP }, 200)
+        let outcome = try TCPTransfer.run(bytes: 8 << 20, from: lab.client, to: WireLab.routerV4, in: lab.router, port: 40_110)
+        XCTAssertNil(outcome.error, "\(outcome)")
+        XCTAssertEqual(outcome.receivedHash, outcome.sentHash)
+        for direction in Direction.allCases {
+            let statistics = runtime.statistics(of: direction)
+            XCTAssertEqual(statistics.sent, statistics.received, "\(direction): \(statistics)")
+            XCTAssertEqual(statistics.truncated, 0, "\(direction)")
+            XCTAssertEqual(statistics.outgoingSkipped, 0, "\(direction)")
+        }
+    }
+
+    func checkSegmentationInTheEngineFindsTheVnetHeader() throws {
+        let lab = try makeLab(mode: .segmentInEngine)
+        var options = self.options
+        options.offloads = .segmentInEngine
+        let runtime = try startEngine(lab, options: options, uplink: SwitchableScheduler(), downlink: SwitchableScheduler())
+        let before = try SNMPCounters.read(in: lab.router)
+        try runtime.perform(on: .uplink) { $0.mode = .corruptTCP(count: 2) }
+        let outcome = try TCPTransfer.run(bytes: 8 << 20, from: lab.client, to: WireLab.routerV4, in: lab.router, port: 40_120)
+        XCTAssertNil(outcome.error, "\(outcome)")
+        XCTAssertEqual(outcome.receivedHash, outcome.sentHash)
+        XCTAssertEqual(try SNMPCounters.read(in: lab.router)["Tcp", "InCsumErrors"] - before["Tcp", "InCsumErrors"], 2)
+        let statistics = runtime.statistics(of: .uplink)
+        XCTAssertGreaterThan(statistics.superFrames, 0, "\(statistics)")
+        XCTAssertEqual(statistics.unsupported, 0, "\(statistics)")
+    }
+
+    func checkALinkFlapNeitherStopsNorSpinsTheEngine() throws {
+        let lab = try makeLab()
+        let runtime = try startEngine(lab, options: options, uplink: SwitchableScheduler(), downlink: SwitchableScheduler())
+        let relay = try CarrierRelay(wire: lab.ends)
+        addTeardownBlock { relay.stop() }
+        try relay.start()
+        XCTAssertNotNil(try Traffic.ping(from: lab.client, to: WireLab.routerV4, timeout: 1))
+        try lab.routerLinks.setLink("c-wl0", up: false)
+        XCTAssertTrue(try eventually { try !lab.clientLinks.link(named: "wl0").carrier })
+        try lab.routerLinks.setLink("c-wl0", up: true)
+        XCTAssertTrue(try eventually { try lab.clientLinks.link(named: "wl0").carrier })
+        // The ends went down and up: their sockets reported ENETDOWN once, which must not leave epoll
+        // reporting an error forever (a thread spinning at full CPU).
+        let cpuBefore = Direction.allCases.map { runtime.statistics(of: $0) }.reduce(0) { $0 + $1.userCPU + $1.systemCPU }
+        usleep(300_000)
+        let cpuAfter = Direction.allCases.map { runtime.statistics(of: $0) }.reduce(0) { $0 + $1.userCPU + $1.systemCPU }
+        XCTAssertLessThan(cpuAfter - cpuBefore, 60_000_000, "the engine kept busy on an idle wire")
+        var replied = false
+        for _ in 0..<5 where !replied { replied = try Traffic.ping(from: lab.client, to: WireLab.routerV4, timeout: 1) != nil }
+        XCTAssertTrue(replied, "no traffic after the flap")
+    }
+
+    func checkStopLeavesNoSocket() throws {
+        let lab = try makeLab()
+        let runtime = try EngineRuntime(wire: lab.ends, options: options, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+        try runtime.start()
+        XCTAssertNotNil(try Traffic.ping(from: lab.client, to: WireLab.routerV4, timeout: 1))
+        runtime.stop()
+        XCTAssertEqual(try packetSockets(in: lab.wire), 0, "a packet socket (or a ring mapping holding one) is left")
+    }
+}
+
+/// ``ReceiveMethod/ring``: a `TPACKET_V2` ring (the default).
+final class RingReceiveTests: ReceiveMethodTestCase {
+    override var options: EngineOptions { EngineOptions(receiveMethod: .ring) }
+
+    func testTrafficCrossesBothWaysWithoutReadBack() throws { try checkTrafficCrossesBothWaysWithoutReadBack() }
+    func testSegmentationInTheEngineFindsTheVnetHeader() throws { try checkSegmentationInTheEngineFindsTheVnetHeader() }
+    func testALinkFlapNeitherStopsNorSpinsTheEngine() throws { try checkALinkFlapNeitherStopsNorSpinsTheEngine() }
+    func testStopUnmapsTheRingsSoNoSocketIsLeft() throws { try checkStopLeavesNoSocket() }
+}
+
+/// ``ReceiveMethod/recvmmsg``.
+final class RecvmmsgReceiveTests: ReceiveMethodTestCase {
+    override var options: EngineOptions { EngineOptions(receiveMethod: .recvmmsg) }
+
+    func testTrafficCrossesBothWaysWithoutReadBack() throws { try checkTrafficCrossesBothWaysWithoutReadBack() }
+    func testSegmentationInTheEngineFindsTheVnetHeader() throws { try checkSegmentationInTheEngineFindsTheVnetHeader() }
+    func testALinkFlapNeitherStopsNorSpinsTheEngine() throws { try checkALinkFlapNeitherStopsNorSpinsTheEngine() }
+    func testStopLeavesNoSocket() throws { try checkStopLeavesNoSocket() }
+}
