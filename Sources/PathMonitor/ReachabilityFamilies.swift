@@ -73,12 +73,13 @@ public struct FamilyReachability: Sendable, Codable, Equatable {
 ///
 /// - The overall state is the best family's, in the order online, portal, limited, unknown, offline:
 ///   online when either family works, offline only when every probed family is offline. Unknown ranks
-///   above offline, because a family that has not decided yet may still work.
+///   above offline, because a family that has not decided yet may still work; a probed family that has
+///   not finished a round yet counts as unknown.
 /// - ``isSingleFamily`` flags an overall online that rests on one family while another probed family
 ///   has decided it is not online (offline, limited or portal). A family still unknown sets no flag, so
 ///   the flag does not flicker while the families' first rounds finish at slightly different times.
 /// - ``primary`` is the family whose samples (quality, RTT, loss) stand for the link: the best state,
-///   then the lower loss, then the lower median RTT, then IPv4.
+///   then the lower loss, then the lower median RTT, then IPv4 (a family without a round is never primary).
 public struct OverallReachability: Sendable, Equatable {
     public var state: ReachabilityState
     public var isSingleFamily: Bool
@@ -86,8 +87,9 @@ public struct OverallReachability: Sendable, Equatable {
     /// The families that are online, in family order.
     public var onlineFamilies: [ReachabilityFamily]
 
-    /// Combines the families' latest results (any order, one per family). No families: unknown.
-    public init(_ families: [FamilyReachability]) {
+    /// Combines the families' latest results (any order, one per family) with the `probed` families that
+    /// have none yet (unknown). Nothing at all: unknown.
+    public init(_ families: [FamilyReachability], probed: [ReachabilityFamily] = []) {
         let ordered = families.sorted { lhs, rhs in
             let (l, r) = (Self.rank(lhs.state), Self.rank(rhs.state))
             if l != r { return l > r }
@@ -99,11 +101,12 @@ public struct OverallReachability: Sendable, Equatable {
             default: return lhs.family < rhs.family
             }
         }
-        state = ordered.first?.state ?? .unknown
+        let reported = Set(families.map(\.family))
+        let states = families.map(\.state) + Set(probed).subtracting(reported).map { _ in ReachabilityState.unknown }
+        state = states.max { Self.rank($0) < Self.rank($1) } ?? .unknown
         primary = ordered.first?.family
         onlineFamilies = families.filter { $0.state == .online }.map(\.family).sorted()
-        isSingleFamily = families.count >= 2 && onlineFamilies.count == 1
-            && !families.contains { $0.state == .unknown }
+        isSingleFamily = states.count >= 2 && onlineFamilies.count == 1 && !states.contains(.unknown)
     }
 
     /// Online 4, portal 3, limited 2, unknown 1, offline 0: which family's state the overall takes.

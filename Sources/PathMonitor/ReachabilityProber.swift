@@ -194,7 +194,7 @@ public final class ReachabilityProber: Sendable {
         state.withLock { (state: inout State) in
             guard state.running, state.generation == generation else { return }
             state.families[conclusion.family] = conclusion
-            let overall = OverallReachability(Array(state.families.values))
+            let overall = OverallReachability(Array(state.families.values), probed: settings.probedFamilies)
             let primary = overall.primary.flatMap { state.families[$0] } ?? conclusion
             let update = ReachabilityUpdate(
                 state: overall.state, previousState: state.current, outcome: conclusion.outcome, quality: primary.quality,

@@ -48,7 +48,20 @@ final class ReachabilityFamilyTests: XCTestCase {
         XCTAssertFalse(overall(.offline, .offline).isSingleFamily, "nothing works: offline, not single-family")
         XCTAssertFalse(overall(.online, nil).isSingleFamily, "one family probed (an IP literal): nothing to compare")
         XCTAssertEqual(overall(nil, nil).state, .unknown, "no family has finished a round")
-        XCTAssertEqual(overall(nil, .offline).state, .offline)
+        XCTAssertEqual(overall(nil, .offline).state, .offline, "only IPv6 probed")
+    }
+
+    func testAProbedFamilyWithoutARoundIsUnknown() {
+        // IPv6 fails at once (no route) while IPv4's first round is still under way: not offline yet.
+        let early = OverallReachability([Self.family(.ipv6, .offline)], probed: [.ipv4, .ipv6])
+        XCTAssertEqual(early.state, .unknown)
+        XCTAssertFalse(early.isSingleFamily)
+        XCTAssertEqual(early.primary, .ipv6, "the only family with samples")
+        let online = OverallReachability([Self.family(.ipv6, .online)], probed: [.ipv4, .ipv6])
+        XCTAssertEqual(online.state, .online)
+        XCTAssertFalse(online.isSingleFamily, "IPv4 has not decided")
+        let both = OverallReachability([Self.family(.ipv4, .online), Self.family(.ipv6, .offline)], probed: [.ipv4, .ipv6])
+        XCTAssertTrue(both.isSingleFamily)
     }
 
     func testThePrimaryFamilyCarriesTheSamples() {
