@@ -13,6 +13,7 @@ public struct ProbeRoundRequest: Sendable, Equatable {
     /// How long each probe may take (``ReachabilityStateMachine/timeouts``).
     public var timeouts: ProbeTimeouts
 
+    /// A request, field by field.
     public init(family: ReachabilityFamily, lastKnownAddress: IPAddress?, timeouts: ProbeTimeouts) {
         self.family = family
         self.lastKnownAddress = lastKnownAddress
@@ -51,8 +52,10 @@ public protocol ProbeRoundEngine: Sendable {
 public struct NetworkProbeRound: ProbeRoundEngine {
     /// Where sockets are created; nil: the host's namespace (the calling thread's).
     public let namespace: NamedNamespace?
+    /// Host, path, port, nameservers and retransmission interval come from here; timeouts from each request.
     public let settings: ReachabilitySettings
 
+    /// A round engine whose sockets live in `namespace` (nil: the calling thread's).
     public init(namespace: NamedNamespace?, settings: ReachabilitySettings) {
         self.namespace = namespace
         self.settings = settings

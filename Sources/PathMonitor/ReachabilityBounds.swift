@@ -7,7 +7,7 @@
 /// | detection, any link | n·(i + t + a) = 12.1 s | i + Σ min(C, 2ᵏ·C) + (n−1)·r + n·a = 11.1 s |
 /// | detection, LTE / 3G / DSL / Wi-Fi | 12.1 s | d₁ = 0.5 s: 1 + 0.5 + 1 + 0.1 = 2.6 s |
 /// | detection, Edge (850 ms round trip) | 12.1 s | d₁ ≈ 1.05 s: 1 + 1.05 + 2.1 + 0.1 ≈ 4.25 s |
-/// | detection, 3 s DNS delay | 12.1 s | d₁ = 3.2 s: 1 + 3.2 + 5 + 0.1 = 9.3 s |
+/// | detection, 3 s DNS delay | 12.1 s | d₁ = 3.2 s: 1 + 3.2 + 5 + 0.1 = 9.3 s (11.1 s until DNS's RTTVAR has decayed, ~30 answers) |
 /// | limited (DNS unanswered, TCP works) | 12.1 s | 11.1 s |
 /// | recovery | 2·(t + a) + b = 14.1 s | 2·(C + a) + b = 14.1 s |
 ///

@@ -26,12 +26,15 @@ public enum ReachabilityFamily: String, Sendable, Codable, CaseIterable, Compara
 
 /// What one family's probing concluded, as of its latest round.
 public struct FamilyReachability: Sendable, Codable, Equatable {
+    /// Which family.
     public var family: ReachabilityFamily
+    /// The family's own state (``ReachabilityStateMachine/state``).
     public var state: ReachabilityState
     /// The family's state before its latest round (equal to ``state`` when that round changed nothing).
     public var previousState: ReachabilityState
     /// What the family's latest round found.
     public var outcome: ProbeOutcome
+    /// The family's link quality over its quality window.
     public var quality: LinkQuality
     /// Median TCP connect time, in seconds, over the family's quality window.
     public var medianRTT: Double?
@@ -46,6 +49,7 @@ public struct FamilyReachability: Sendable, Codable, Equatable {
     /// The timeouts the family's next round gets (``ReachabilityStateMachine/timeouts``).
     public var timeouts: ProbeTimeouts
 
+    /// A family's conclusion, field by field.
     public init(
         family: ReachabilityFamily, state: ReachabilityState, previousState: ReachabilityState, outcome: ProbeOutcome,
         quality: LinkQuality, medianRTT: Double?, lossFraction: Double, windowRounds: Int, consecutiveFailures: Int,
@@ -81,8 +85,11 @@ public struct FamilyReachability: Sendable, Codable, Equatable {
 /// - ``primary`` is the family whose samples (quality, RTT, loss) stand for the link: the best state,
 ///   then the lower loss, then the lower median RTT, then IPv4 (a family without a round is never primary).
 public struct OverallReachability: Sendable, Equatable {
+    /// The best family's state.
     public var state: ReachabilityState
+    /// Online through one family while another has concluded it is not online.
     public var isSingleFamily: Bool
+    /// The family whose samples stand for the link; nil when no family has finished a round.
     public var primary: ReachabilityFamily?
     /// The families that are online, in family order.
     public var onlineFamilies: [ReachabilityFamily]

@@ -13,7 +13,7 @@ public struct ReachabilityUpdate: Sendable, Codable, Equatable {
     public var previousState: ReachabilityState
     /// What this round found.
     public var outcome: ProbeOutcome
-    /// The best family's link quality.
+    /// The link quality of the best family (``OverallReachability/primary``).
     public var quality: LinkQuality
     /// The best family's median TCP connect time, in seconds, over the rounds in its quality window that got one.
     public var medianRTT: Double?
@@ -51,6 +51,8 @@ public struct ReachabilityUpdate: Sendable, Codable, Equatable {
         family == .ipv4 ? ipv4 : ipv6
     }
 
+    /// An update, field by field. The per-family fields default to a single IPv4 round without conclusions,
+    /// as updates were before the prober probed each family.
     public init(
         state: ReachabilityState, previousState: ReachabilityState, outcome: ProbeOutcome, quality: LinkQuality,
         medianRTT: Double?, lossFraction: Double, windowRounds: Int, results: [ProbeResult], consecutiveFailures: Int,

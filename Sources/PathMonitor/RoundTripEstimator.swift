@@ -102,6 +102,7 @@ public struct ProbeTimeouts: Sendable, Codable, Equatable {
     /// exchange (with a fresh connect, if one is needed) another.
     public var isAdaptive: Bool
 
+    /// Timeouts, in seconds, and the rules they follow.
     public init(dns: Double, transport: Double, dnsPatience: Double, isAdaptive: Bool) {
         self.dns = dns
         self.transport = transport
