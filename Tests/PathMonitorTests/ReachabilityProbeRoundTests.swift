@@ -129,33 +129,33 @@ final class ReachabilityProbeRoundTests: XCTestCase {
 
     func testAdaptiveWaitsForASlowAnswerWhileTheLinkWorks() throws {
         let web = try http(Self.noContent)
-        let names = try dns(.delayed(0.3, [127, 0, 0, 1]))
-        let timeouts = ProbeTimeouts(dns: 0.1, transport: 0.5, dnsPatience: 3, isAdaptive: true)
+        let names = try dns(.delayed(0.8, [127, 0, 0, 1]))
+        let timeouts = ProbeTimeouts(dns: 0.3, transport: 0.5, dnsPatience: 5, isAdaptive: true)
         let results = round(http: web.port, dns: names.port, timeout: 3).run(request(known: Self.loopback, adaptive: timeouts), isCancelled: never)
         XCTAssertEqual(ProbeOutcome(results), .online, "a slow answer is not a lost one: \(kinds(results))")
         let answer = try XCTUnwrap(results.first { $0.kind == .dns })
-        XCTAssertGreaterThanOrEqual(answer.rttSample ?? 0, 0.3, "the sample is the answer's own round trip")
+        XCTAssertGreaterThanOrEqual(answer.rttSample ?? 0, 0.8, "the sample is the answer's own round trip")
         XCTAssertGreaterThanOrEqual(results.filter { $0.kind == .tcp }.count, 2, "the connect, then link checks while waiting")
         XCTAssertTrue(results.filter { $0.kind == .tcp }.allSatisfy(\.success))
         XCTAssertEqual(web.requests.count, 1, "checks connect and close; one request")
 
-        // The same answer in fixed mode with a 0.1 s timeout is lost: limited.
-        let fixed = round(http: web.port, dns: names.port).run(request(known: Self.loopback, timeout: 0.1), isCancelled: never)
+        // The same answer in fixed mode with a 0.3 s timeout is lost: limited.
+        let fixed = round(http: web.port, dns: names.port).run(request(known: Self.loopback, timeout: 0.3), isCancelled: never)
         XCTAssertEqual(ProbeOutcome(fixed), .limited)
         // Without a working connect there is nothing to wait on: the query times out at its own timeout.
         let unknown = round(http: web.port, dns: names.port, timeout: 3).run(request(adaptive: timeouts), isCancelled: never)
         XCTAssertEqual(kinds(unknown), ["dns-"])
-        XCTAssertEqual(unknown.first?.error, "127.0.0.1: timed out after 0.1 s")
+        XCTAssertEqual(unknown.first?.error, "127.0.0.1: timed out after 0.3 s")
     }
 
     func testAdaptiveGivesUpOnDNSAtThePatienceLimit() throws {
         let web = try http(Self.noContent)
         let names = try dns(.silent)
-        let timeouts = ProbeTimeouts(dns: 0.1, transport: 0.2, dnsPatience: 0.6, isAdaptive: true)
+        let timeouts = ProbeTimeouts(dns: 0.3, transport: 0.5, dnsPatience: 1.2, isAdaptive: true)
         let results = round(http: web.port, dns: names.port).run(request(known: Self.loopback, adaptive: timeouts), isCancelled: never)
         XCTAssertEqual(ProbeOutcome(results), .limited)
         XCTAssertEqual(results.last?.kind, .dns)
-        XCTAssertEqual(results.last?.error, "127.0.0.1: timed out after 0.6 s")
+        XCTAssertEqual(results.last?.error, "127.0.0.1: timed out after 1.2 s")
         XCTAssertEqual(results.last?.timedOut, true)
         XCTAssertTrue(results.dropLast().allSatisfy { $0.kind == .tcp && $0.success }, "\(kinds(results))")
         XCTAssertGreaterThanOrEqual(results.count, 3, "the connect and at least one check")
@@ -165,7 +165,7 @@ final class ReachabilityProbeRoundTests: XCTestCase {
         // The server takes the first connect, then stops listening: the link check is refused.
         let web = try http(Self.noContent, acceptLimit: 1)
         let names = try dns(.silent)
-        let timeouts = ProbeTimeouts(dns: 0.1, transport: 0.2, dnsPatience: 30, isAdaptive: true)
+        let timeouts = ProbeTimeouts(dns: 0.3, transport: 0.5, dnsPatience: 30, isAdaptive: true)
         let results = round(http: web.port, dns: names.port).run(request(known: Self.loopback, adaptive: timeouts), isCancelled: never)
         XCTAssertEqual(kinds(results).first, "tcp+")
         XCTAssertEqual(kinds(results).suffix(2), ["tcp-", "dns-"], "a refused check, then DNS given up: \(kinds(results))")
@@ -214,9 +214,9 @@ final class ReachabilityProbeRoundTests: XCTestCase {
         XCTAssertEqual(results[2].error, "timed out after 0.5 s")
         XCTAssertTrue(results[2].timedOut)
         XCTAssertEqual(ProbeOutcome(results), .failure)
-        let adaptive = ProbeTimeouts(dns: 0.3, transport: 0.2, dnsPatience: 1, isAdaptive: true)
+        let adaptive = ProbeTimeouts(dns: 0.3, transport: 0.4, dnsPatience: 1, isAdaptive: true)
         let own = round(http: web.port, dns: names.port).run(request(adaptive: adaptive), isCancelled: never)
-        XCTAssertEqual(own.last?.error, "timed out after 0.2 s", "adaptive: the exchange has its own transport timeout")
+        XCTAssertEqual(own.last?.error, "timed out after 0.4 s", "adaptive: the exchange has its own transport timeout")
     }
 
     func testALostQueryIsRetransmittedWithItsOwnID() throws {
