@@ -68,6 +68,16 @@ public struct FamilyReachability: Sendable, Codable, Equatable {
         self.timeouts = timeouts
     }
 
+    /// `family`'s conclusion from its machine's evaluation of a round, its round count and the timeouts its
+    /// next round gets.
+    public init(family: ReachabilityFamily, _ evaluation: ReachabilityStateMachine.Evaluation, rounds: UInt64, timeouts: ProbeTimeouts) {
+        self.init(
+            family: family, state: evaluation.state, previousState: evaluation.previousState, outcome: evaluation.outcome,
+            quality: evaluation.quality, medianRTT: evaluation.medianRTT, lossFraction: evaluation.lossFraction,
+            windowRounds: evaluation.windowRounds, consecutiveFailures: evaluation.consecutiveFailures, rounds: rounds,
+            timeouts: timeouts)
+    }
+
     /// True when the family's latest round changed its state.
     public var isStateChange: Bool { state != previousState }
 }

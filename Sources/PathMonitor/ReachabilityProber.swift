@@ -174,11 +174,7 @@ public final class ReachabilityProber: Sendable {
             let ended = ProbeClock.now()
             let evaluation = machine.record(results)
             rounds += 1
-            let conclusion = FamilyReachability(
-                family: family, state: evaluation.state, previousState: evaluation.previousState,
-                outcome: evaluation.outcome, quality: evaluation.quality, medianRTT: evaluation.medianRTT,
-                lossFraction: evaluation.lossFraction, windowRounds: evaluation.windowRounds,
-                consecutiveFailures: evaluation.consecutiveFailures, rounds: rounds, timeouts: machine.timeouts)
+            let conclusion = FamilyReachability(family: family, evaluation, rounds: rounds, timeouts: machine.timeouts)
             guard owner.deliver(conclusion, results: results, nextRoundIn: evaluation.nextDelay, generation: generation) else { return }
             // The pause counts from the round's end, so judging and delivering take none of it.
             let wake = ended + evaluation.nextDelay
