@@ -58,6 +58,10 @@ public final class PathMonitor: Sendable {
         self.options = options
     }
 
+    deinit {
+        cancel()
+    }
+
     /// The latest path; nil before the first `start`.
     public var currentPath: NetworkPath? { state.withLock { $0.last?.path } }
     /// The latest delivered update.
@@ -91,8 +95,10 @@ public final class PathMonitor: Sendable {
             eventTime: now, time: now)
         deliver(baseline)
         let loop = MonitorLoop(monitor: self, listener: listener, reader: reader, tables: tables, generation: generation)
-        let thread = Thread { loop.run() }
-        thread.name = "linkcond.path-monitor"
+        let thread = Thread {
+            ThreadName.setCurrent("lc-path-monitor")
+            loop.run()
+        }
         thread.start()
     }
 
@@ -170,8 +176,10 @@ public final class PathMonitor: Sendable {
 }
 
 /// The monitor's event loop, on a thread of its own: read notifications, apply, evaluate, deliver.
+/// It holds the monitor weakly, so a monitor let go without `cancel` stops its thread within a poll.
 private final class MonitorLoop: @unchecked Sendable {
-    let monitor: PathMonitor
+    weak var monitor: PathMonitor?
+    let options: PathEvaluationOptions
     let listener: NetlinkListener
     let reader: NetworkTablesReader
     var tables: NetworkTables
@@ -186,16 +194,17 @@ private final class MonitorLoop: @unchecked Sendable {
 
     init(monitor: PathMonitor, listener: NetlinkListener, reader: NetworkTablesReader, tables: NetworkTables, generation: UInt64) {
         self.monitor = monitor
+        options = monitor.options
         self.listener = listener
         self.reader = reader
         self.tables = tables
         self.generation = generation
-        lastDelivered = PathEvaluator.evaluate(tables, options: monitor.options)
+        lastDelivered = PathEvaluator.evaluate(tables, options: options)
     }
 
     func run() {
         var poller = pollfd(fd: listener.socket.fileDescriptor, events: Int16(POLLIN), revents: 0)
-        while monitor.isCurrent(generation) {
+        while monitor?.isCurrent(generation) == true {
             poller.revents = 0
             let ready = poll(&poller, 1, 100)
             let eventTime = MonotonicClock.nanoseconds()
@@ -211,7 +220,7 @@ private final class MonitorLoop: @unchecked Sendable {
     private func drain(eventTime: UInt64) {
         var applied: UInt64 = 0
         var lastPublished = eventTime
-        defer { monitor.count(events: applied) }
+        defer { monitor?.count(events: applied) }
         while true {
             let messages: [NetlinkMessage]
             do {
@@ -220,7 +229,7 @@ private final class MonitorLoop: @unchecked Sendable {
                 break  // the burst is over
             } catch {
                 // ENOBUFS (notifications lost) or an unreadable message: the tables cannot be trusted.
-                monitor.count(events: applied)
+                monitor?.count(events: applied)
                 applied = 0
                 resync(eventTime: eventTime)
                 return
@@ -238,7 +247,7 @@ private final class MonitorLoop: @unchecked Sendable {
                 default:
                     break
                 }
-                let path = PathEvaluator.evaluate(tables, options: monitor.options)
+                let path = PathEvaluator.evaluate(tables, options: options)
                 let now = MonotonicClock.nanoseconds()
                 if path.status != lastDelivered.status || (path != lastDelivered && now - lastPublished > Self.coalescingLimit) {
                     publish(path, eventTime: eventTime)
@@ -246,7 +255,7 @@ private final class MonitorLoop: @unchecked Sendable {
                 }
             }
         }
-        let path = PathEvaluator.evaluate(tables, options: monitor.options)
+        let path = PathEvaluator.evaluate(tables, options: options)
         if path != lastDelivered { publish(path, eventTime: eventTime) }
     }
 
@@ -268,8 +277,8 @@ private final class MonitorLoop: @unchecked Sendable {
             needsResync = true  // tried again on the next wake-up
             return
         }
-        monitor.count(resyncs: 1)
-        let path = PathEvaluator.evaluate(tables, options: monitor.options)
+        monitor?.count(resyncs: 1)
+        let path = PathEvaluator.evaluate(tables, options: options)
         if path != lastDelivered { publish(path, eventTime: eventTime) }
     }
 
@@ -279,6 +288,6 @@ private final class MonitorLoop: @unchecked Sendable {
             path: path, isBaseline: false, generation: generation, sequence: sequence, eventTime: eventTime,
             time: MonotonicClock.nanoseconds())
         sequence += 1
-        monitor.deliver(update)
+        monitor?.deliver(update)
     }
 }

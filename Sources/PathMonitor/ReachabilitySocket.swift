@@ -75,6 +75,15 @@ final class ProbeSocket {
         return code == 0 ? nil : .system("connect", code)
     }
 
+    /// Segments the kernel has retransmitted on this TCP socket so far (`tcpi_total_retrans` of
+    /// `TCP_INFO`), SYNs included; nil when it cannot tell.
+    func retransmissions() -> UInt32? {
+        var info = tcp_info()
+        var length = socklen_t(MemoryLayout<tcp_info>.size)
+        guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0 else { return nil }
+        return info.tcpi_total_retrans
+    }
+
     /// Sends what it can without blocking (no SIGPIPE): the byte count, 0 when the buffer is full, or the failure.
     func send(_ bytes: ArraySlice<UInt8>) -> Result<Int, ProbeFailure> {
         let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -97,6 +106,8 @@ final class ProbeSocket {
 /// Why a probe failed, as the text that goes into ``ProbeResult/error``.
 struct ProbeFailure: Error, Equatable, CustomStringConvertible {
     var text: String
+    /// True for ``timedOut(after:)``: the probe's timeout passed.
+    var isTimeout = false
 
     var description: String { text }
 
@@ -105,8 +116,9 @@ struct ProbeFailure: Error, Equatable, CustomStringConvertible {
         ProbeFailure(text: "\(operation): \(String(cString: strerror(code)))")
     }
 
+    /// `timed out after 0.5 s` (the seconds rounded to milliseconds).
     static func timedOut(after seconds: Double) -> ProbeFailure {
-        ProbeFailure(text: "timed out after \(seconds) s")
+        ProbeFailure(text: "timed out after \((seconds * 1000).rounded() / 1000) s", isTimeout: true)
     }
 
     static let cancelled = ProbeFailure(text: "cancelled")

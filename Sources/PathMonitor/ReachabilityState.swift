@@ -56,9 +56,10 @@ public enum LinkQuality: String, Sendable, Codable, CaseIterable, CustomStringCo
 /// One probe of a round: a DNS query, a TCP connect or an HTTP exchange.
 public struct ProbeResult: Sendable, Codable, Equatable {
     public enum Kind: String, Sendable, Codable, CustomStringConvertible {
-        /// An A query over UDP to the first nameserver.
+        /// An A (IPv4) or AAAA (IPv6) query over UDP to the family's nameserver.
         case dns
-        /// A TCP connect to the probe port (the resolved address, or the last known one while DNS fails).
+        /// A TCP connect to the probe port (the resolved address, or the last known one while DNS fails;
+        /// in adaptive mode also the connects that check the link while a slow DNS answer is waited for).
         case tcp
         /// `GET path` over that connection.
         case http
@@ -81,10 +82,20 @@ public struct ProbeResult: Sendable, Codable, Equatable {
     public var error: String?
     /// Monotonic time (CLOCK_MONOTONIC, nanoseconds) when the probe ended.
     public var time: UInt64
+    /// The family the probe belongs to; nil when the engine did not say.
+    public var family: ReachabilityFamily?
+    /// True when the probe failed because its timeout passed (not an error, not a cancel): its estimator
+    /// backs off.
+    public var timedOut: Bool
+    /// The round trip, in seconds, this probe gives its timeout estimator; nil when it gives none. DNS: from
+    /// the answered transmission to its answer (each transmission has its own ID, so this is never
+    /// ambiguous). TCP and HTTP: ``rtt``, unless the kernel retransmitted (Karn's algorithm).
+    public var rttSample: Double?
 
     public init(
         kind: Kind, success: Bool, rtt: Double? = nil, httpStatus: Int? = nil, address: String? = nil,
-        error: String? = nil, time: UInt64
+        error: String? = nil, time: UInt64, family: ReachabilityFamily? = nil, timedOut: Bool = false,
+        rttSample: Double? = nil
     ) {
         self.kind = kind
         self.success = success
@@ -93,6 +104,9 @@ public struct ProbeResult: Sendable, Codable, Equatable {
         self.address = address
         self.error = error
         self.time = time
+        self.family = family
+        self.timedOut = timedOut
+        self.rttSample = rttSample
     }
 }
 
@@ -109,13 +123,14 @@ public enum ProbeOutcome: String, Sendable, Codable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
-    /// The outcome of a round's results: an HTTP response decides (204 online, anything else portal); without
-    /// one, a failed DNS query beside an established TCP connection is limited; everything else a failure.
+    /// The outcome of a round's results (in the order they ended): an HTTP response decides (204 online,
+    /// anything else portal); without one, a failed DNS query while the last TCP connect to end was
+    /// established is limited; everything else a failure.
     public init(_ results: [ProbeResult]) {
         if let http = results.last(where: { $0.kind == .http && $0.success }), let status = http.httpStatus {
             self = status == 204 ? .online : .portal
         } else if results.contains(where: { $0.kind == .dns && !$0.success }),
-                  results.contains(where: { $0.kind == .tcp && $0.success }) {
+                  results.last(where: { $0.kind == .tcp })?.success == true {
             self = .limited
         } else {
             self = .failure
@@ -126,54 +141,3 @@ public enum ProbeOutcome: String, Sendable, Codable, CustomStringConvertible {
     public var gotThrough: Bool { self != .failure }
 }
 
-/// One delivered reachability update: sent after every round, so RTT and loss samples are visible even
-/// while the state stays the same.
-public struct ReachabilityUpdate: Sendable, Codable, Equatable {
-    public var state: ReachabilityState
-    /// The state before this round (equal to ``state`` when the round changed nothing).
-    public var previousState: ReachabilityState
-    /// What this round found.
-    public var outcome: ProbeOutcome
-    public var quality: LinkQuality
-    /// Median TCP connect time, in seconds, over the rounds in the quality window that got one.
-    public var medianRTT: Double?
-    /// Fraction of the rounds in the quality window that were failures (0 ... 1).
-    public var lossFraction: Double
-    /// Rounds in the quality window so far (up to ``ReachabilitySettings/qualityWindow``).
-    public var windowRounds: Int
-    /// This round's probes, in the order they ended.
-    public var results: [ProbeResult]
-    /// Failed rounds in a row, this one included (0 after a success).
-    public var consecutiveFailures: Int
-    /// Seconds until the next round starts.
-    public var nextRoundIn: Double
-    /// Monotonic time (CLOCK_MONOTONIC, nanoseconds) when the round ended.
-    public var time: UInt64
-    /// The prober's generation: bumped by every `start`, so updates of an earlier run can be told apart.
-    public var generation: UInt64
-    /// Counts rounds within a generation, from 0.
-    public var round: UInt64
-
-    /// True when this round changed the state.
-    public var isStateChange: Bool { state != previousState }
-
-    public init(
-        state: ReachabilityState, previousState: ReachabilityState, outcome: ProbeOutcome, quality: LinkQuality,
-        medianRTT: Double?, lossFraction: Double, windowRounds: Int, results: [ProbeResult], consecutiveFailures: Int,
-        nextRoundIn: Double, time: UInt64, generation: UInt64, round: UInt64
-    ) {
-        self.state = state
-        self.previousState = previousState
-        self.outcome = outcome
-        self.quality = quality
-        self.medianRTT = medianRTT
-        self.lossFraction = lossFraction
-        self.windowRounds = windowRounds
-        self.results = results
-        self.consecutiveFailures = consecutiveFailures
-        self.nextRoundIn = nextRoundIn
-        self.time = time
-        self.generation = generation
-        self.round = round
-    }
-}

@@ -12,9 +12,16 @@ import RouteNetlink
 ///   prober stays unknown); from the threshold on it is ``ReachabilityState/limited`` when the latest round
 ///   was limited, ``ReachabilityState/offline`` otherwise.
 /// - The next round follows after ``ReachabilitySettings/interval`` in every state but offline; offline
-///   backs off (``ReachabilitySettings/offlineBackoff(afterOfflineRounds:)``) until a round succeeds.
+///   backs off (``ReachabilitySettings/offlineBackoff(afterOfflineRounds:)``) until a round succeeds. In
+///   adaptive mode a failed round below the threshold is followed after the retry delay instead
+///   (``ReachabilitySettings/AdaptiveTimeouts/retryDelay``).
 /// - Quality comes from the last ``ReachabilitySettings/qualityWindow`` rounds: the median TCP connect time
 ///   of those that got one, and the fraction that were failures (``LinkQuality/classify(medianRTT:loss:)``).
+/// - Timeouts (``timeouts``): two ``RoundTripEstimator``s, one fed by DNS probes, one by TCP connects and
+///   HTTP exchanges. Each probe's ``ProbeResult/rttSample`` is a sample, each ``ProbeResult/timedOut`` a
+///   backoff, in the order they ended. In fixed mode the timeouts are always ``ReachabilitySettings/timeout``.
+///
+/// One machine judges one family; ``OverallReachability`` combines the families.
 public struct ReachabilityStateMachine: Sendable {
     /// What one round did to the machine.
     public struct Evaluation: Sendable, Equatable {
@@ -45,14 +52,33 @@ public struct ReachabilityStateMachine: Sendable {
     private var offlineRounds = 0
     /// The quality window, oldest first.
     private var samples: [Sample] = []
+    /// DNS round trips.
+    public private(set) var dnsEstimator: RoundTripEstimator
+    /// TCP connect and HTTP exchange round trips.
+    public private(set) var transportEstimator: RoundTripEstimator
 
     public init(settings: ReachabilitySettings) {
         self.settings = settings
+        dnsEstimator = settings.makeEstimator()
+        transportEstimator = settings.makeEstimator()
     }
 
     /// Seconds to wait before the next round.
     public var nextDelay: Double {
-        state == .offline ? settings.offlineBackoff(afterOfflineRounds: offlineRounds) : max(0, settings.interval)
+        if state == .offline { return settings.offlineBackoff(afterOfflineRounds: offlineRounds) }
+        if consecutiveFailures > 0 && consecutiveFailures < settings.effectiveThreshold, let adaptive = settings.adaptive {
+            return max(0, adaptive.retryDelay)
+        }
+        return max(0, settings.interval)
+    }
+
+    /// The timeouts of the next round: the estimators' in adaptive mode, ``ReachabilitySettings/timeout``
+    /// for everything in fixed mode.
+    public var timeouts: ProbeTimeouts {
+        guard settings.adaptive != nil else { return .fixed(max(0, settings.timeout)) }
+        return ProbeTimeouts(
+            dns: dnsEstimator.timeout, transport: transportEstimator.timeout, dnsPatience: dnsEstimator.maximum,
+            isAdaptive: true)
     }
 
     /// Applies one round's results.
@@ -62,6 +88,12 @@ public struct ReachabilityStateMachine: Sendable {
         if let dns = results.last(where: { $0.kind == .dns && $0.success }),
            let text = dns.address, let address = IPAddress(text) {
             lastKnownAddress = address
+        }
+        for result in results {
+            switch result.kind {
+            case .dns: Self.feed(&dnsEstimator, result)
+            case .tcp, .http: Self.feed(&transportEstimator, result)
+            }
         }
         let rtt = results.last(where: { $0.kind == .tcp && $0.success })?.rtt
         samples.append(Sample(failed: outcome == .failure, rtt: rtt))
@@ -86,6 +118,14 @@ public struct ReachabilityStateMachine: Sendable {
             state: state, previousState: previous, outcome: outcome,
             quality: LinkQuality.classify(medianRTT: median, loss: loss), medianRTT: median, lossFraction: loss ?? 0,
             windowRounds: samples.count, consecutiveFailures: consecutiveFailures, nextDelay: nextDelay)
+    }
+
+    private static func feed(_ estimator: inout RoundTripEstimator, _ result: ProbeResult) {
+        if result.success, let sample = result.rttSample {
+            estimator.add(sample: sample)
+        } else if result.timedOut {
+            estimator.timedOut()
+        }
     }
 
     /// The median RTT of the window's rounds that have one, and the fraction of failed rounds (nil: empty).

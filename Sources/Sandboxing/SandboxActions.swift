@@ -25,6 +25,11 @@ extension Sandbox {
         var routerInterface: String { self == .wifi ? SandboxPlan.routerWifiInterface : SandboxPlan.routerCellularInterface }
         var subnet: SandboxPlan.Subnet { self == .wifi ? SandboxPlan.wifiSubnet : SandboxPlan.cellularSubnet }
         var metric: UInt32 { self == .wifi ? SandboxPlan.wifiMetric : SandboxPlan.cellularMetric }
+
+        /// The router's addresses on this link: both families, or only `family`'s.
+        func gateways(_ family: AddressFamily?) -> [IPAddress] {
+            [subnet.routerIPv4.address, subnet.routerIPv6.address].filter { family == nil || $0.family == family }
+        }
     }
 
     private func namespace(_ name: String) throws(SandboxError) -> NamedNamespace {
@@ -81,23 +86,23 @@ extension Sandbox {
         try restoreDefaultRoutes(link)
     }
 
-    /// Removes the client link's default routes (IPv4 and IPv6). Equivalent to
+    /// Removes the client link's default routes (IPv4 and IPv6, or only `family`'s). Equivalent to
     /// `ip -n lc-client route del default via GW dev wl0 metric M` for each family.
-    public func removeDefaultRoutes(_ link: ClientLink) throws(SandboxError) {
+    public func removeDefaultRoutes(_ link: ClientLink, family: AddressFamily? = nil) throws(SandboxError) {
         let client = try netlink(try namespace(topology.clientNamespace))
         let present = try defaultRoutes(of: link, client)
-        for gateway in [link.subnet.routerIPv4.address, link.subnet.routerIPv6.address] where present.contains(gateway.family) {
+        for gateway in link.gateways(family) where present.contains(gateway.family) {
             try wrap { () throws(RouteNetlinkError) in
                 try client.deleteRoute(destination: nil, gateway: gateway, interface: link.clientInterface, metric: link.metric)
             }
         }
     }
 
-    /// Puts the client link's default routes back (whichever family is missing).
-    public func restoreDefaultRoutes(_ link: ClientLink) throws(SandboxError) {
+    /// Puts the client link's default routes back (whichever family is missing, or only `family`'s).
+    public func restoreDefaultRoutes(_ link: ClientLink, family: AddressFamily? = nil) throws(SandboxError) {
         let client = try netlink(try namespace(topology.clientNamespace))
         let present = try defaultRoutes(of: link, client)
-        for gateway in [link.subnet.routerIPv4.address, link.subnet.routerIPv6.address] where !present.contains(gateway.family) {
+        for gateway in link.gateways(family) where !present.contains(gateway.family) {
             try wrap { () throws(RouteNetlinkError) in
                 try client.addRoute(destination: nil, gateway: gateway, interface: link.clientInterface, metric: link.metric)
             }

@@ -8,44 +8,58 @@ import XCTest
 
 @testable import PathMonitor
 
-/// A round engine that plays a script, one entry per round; after the script it repeats `after`.
-/// With `holdRounds`, each round waits until `release()` (or until the prober cancels it).
+/// A round engine that plays a script per family, one entry per round; after its script a family repeats
+/// its `after`. With `holdRounds`, each round of those families waits until `release()` (or until the
+/// prober cancels it).
 final class ScriptedEngine: ProbeRoundEngine {
     private struct State {
-        var script: [[ProbeResult]]
-        var lastKnown: [IPAddress?] = []
+        var scripts: [ReachabilityFamily: [[ProbeResult]]]
+        var requests: [ProbeRoundRequest] = []
         var released = 0
         var started = 0
     }
 
     private let state: Mutex<State>
-    private let after: [ProbeResult]
-    private let holdRounds: Bool
+    private let after: [ReachabilityFamily: [ProbeResult]]
+    private let held: Set<ReachabilityFamily>
 
-    init(_ script: [[ProbeResult]], after: [ProbeResult] = ScriptedRound.online(), holdRounds: Bool = false) {
-        state = Mutex(State(script: script))
-        self.after = after
-        self.holdRounds = holdRounds
+    /// The same script and `after` for every family.
+    convenience init(_ script: [[ProbeResult]], after: [ProbeResult] = ScriptedRound.online(), holdRounds: Bool = false) {
+        self.init(families: [.ipv4: script, .ipv6: script], after: [.ipv4: after, .ipv6: after], held: holdRounds ? [.ipv4, .ipv6] : [])
     }
 
+    init(families scripts: [ReachabilityFamily: [[ProbeResult]]], after: [ReachabilityFamily: [ProbeResult]], held: Set<ReachabilityFamily> = []) {
+        state = Mutex(State(scripts: scripts))
+        self.after = after
+        self.held = held
+    }
+
+    /// Every request so far, in the order the rounds started.
+    var requests: [ProbeRoundRequest] { state.withLock { $0.requests } }
     /// The `lastKnownAddress` of each round so far.
-    var lastKnownAddresses: [IPAddress?] { state.withLock { $0.lastKnown } }
+    var lastKnownAddresses: [IPAddress?] { requests.map(\.lastKnownAddress) }
     /// Rounds started so far.
     var roundsStarted: Int { state.withLock { $0.started } }
 
     /// Lets one held round finish.
     func release() { state.withLock { $0.released += 1 } }
 
-    func run(lastKnownAddress: IPAddress?, isCancelled: () -> Bool) -> [ProbeResult] {
+    func run(_ request: ProbeRoundRequest, isCancelled: () -> Bool) -> [ProbeResult] {
         let round = state.withLock { state -> Int in
-            state.lastKnown.append(lastKnownAddress)
+            state.requests.append(request)
             state.started += 1
             return state.started
         }
-        if holdRounds {
+        if held.contains(request.family) {
             while state.withLock({ $0.released < round }) && !isCancelled() { usleep(1000) }
         }
-        return state.withLock { $0.script.isEmpty ? after : $0.script.removeFirst() }
+        return state.withLock { state in
+            if let next = state.scripts[request.family]?.first {
+                state.scripts[request.family]?.removeFirst()
+                return next
+            }
+            return after[request.family] ?? ScriptedRound.online()
+        }
     }
 }
 
@@ -65,8 +79,9 @@ final class UpdateLog: Sendable {
 }
 
 final class ReachabilityProberTests: XCTestCase {
-    /// Settings that make a scripted prober run in milliseconds.
-    private let fast = ReachabilitySettings(interval: 0.001, timeout: 1, offlineBackoffInitial: 0.002, offlineBackoffMaximum: 0.008)
+    /// Settings that make a scripted prober run in milliseconds, one family (one sequence of rounds).
+    private let fast = ReachabilitySettings(
+        interval: 0.001, timeout: 1, offlineBackoffInitial: 0.002, offlineBackoffMaximum: 0.008, families: [.ipv4])
 
     func testEveryRoundIsDeliveredWithItsSamples() {
         let engine = ScriptedEngine([
@@ -85,13 +100,66 @@ final class ReachabilityProberTests: XCTestCase {
         XCTAssertEqual(updates.map(\.isStateChange), [true, false, false, true, false, false, true])
         XCTAssertEqual(updates.map(\.round), Array(0..<7))
         XCTAssertTrue(updates.allSatisfy { $0.generation == 1 })
-        XCTAssertEqual(updates.map(\.nextRoundIn), [0.001, 0.001, 0.001, 0.002, 0.004, 0.008, 0.001], "interval, then backoff while offline")
+        XCTAssertEqual(updates.map(\.nextRoundIn), [0.001, 0.001, 0, 0.002, 0.004, 0.008, 0.001],
+                       "interval, a failed round retried at once, then backoff while offline")
         XCTAssertEqual(updates[1].medianRTT ?? 0, 0.020, accuracy: 1e-12)
         XCTAssertEqual(updates[5].lossFraction, 4.0 / 6.0, accuracy: 1e-12)
         XCTAssertEqual(updates[2].results, ScriptedRound.failure, "the round's own results travel with it")
         XCTAssertTrue(zip(updates, updates.dropFirst()).allSatisfy { $0.time <= $1.time }, "monotonic timestamps")
         XCTAssertEqual(updates.last?.quality, .minimal)
         XCTAssertEqual(prober.currentState, .online)
+        XCTAssertTrue(updates.allSatisfy { $0.family == .ipv4 && $0.ipv6 == nil && !$0.isSingleFamily })
+        XCTAssertEqual(updates.map { $0.ipv4?.rounds }, Array(1...7))
+        // The machine's timeouts reach the engine: the ceiling before any sample, then what the samples say
+        // (10–30 ms round trips: the 0.5 s floor), doubled after each timed-out round.
+        let timeouts = engine.requests.prefix(7).map(\.timeouts.transport)
+        XCTAssertEqual(timeouts, [1, 0.5, 0.5, 1, 1, 1, 1])
+        XCTAssertTrue(engine.requests.allSatisfy { $0.family == .ipv4 && $0.timeouts.isAdaptive })
+    }
+
+    func testFamiliesAreProbedOnTheirOwnAndCombined() throws {
+        let settings = ReachabilitySettings(
+            interval: 0.001, timeout: 1, offlineBackoffInitial: 0.002, offlineBackoffMaximum: 0.008)
+        let v6 = ScriptedRound.online(address: "2001:2:0:100::2")
+        let engine = ScriptedEngine(
+            families: [.ipv4: [], .ipv6: [v6, v6, ScriptedRound.failure, ScriptedRound.failure]],
+            after: [.ipv4: ScriptedRound.online(), .ipv6: ScriptedRound.failure])
+        let prober = ReachabilityProber(settings: settings, engine: engine)
+        let log = UpdateLog()
+        prober.start { log.append($0) }
+        let deadline = Date().addingTimeInterval(10)
+        while !log.all.contains(where: { $0.ipv6?.state == .offline }) && Date() < deadline { usleep(1000) }
+        prober.cancel()
+        let updates = log.all
+        XCTAssertEqual(Set(updates.map(\.family)), [.ipv4, .ipv6], "both families' rounds are delivered")
+        XCTAssertEqual(updates.map(\.round), Array(0..<UInt64(updates.count)), "one sequence across families")
+        XCTAssertTrue(zip(updates, updates.dropFirst()).allSatisfy { $0.time <= $1.time }, "in the order they were made")
+        let lost = try XCTUnwrap(updates.first { $0.ipv6?.state == .offline })
+        XCTAssertEqual(lost.family, .ipv6)
+        XCTAssertEqual(lost.ipv6?.previousState, .online)
+        XCTAssertEqual(lost.ipv4?.state, .online)
+        XCTAssertEqual(lost.state, .online, "IPv4 still works: online overall")
+        XCTAssertFalse(lost.isStateChange)
+        XCTAssertTrue(lost.isSingleFamily)
+        XCTAssertFalse(updates.prefix { $0 != lost }.contains { $0.isSingleFamily }, "no flag while both worked")
+        XCTAssertEqual(prober.currentState(of: .ipv6), .offline)
+        XCTAssertEqual(prober.currentState(of: .ipv4), .online)
+        XCTAssertEqual(prober.currentFamilies.map(\.family), [.ipv4, .ipv6])
+        // Each family learns its own address.
+        XCTAssertTrue(engine.requests.filter { $0.family == .ipv6 }.compactMap(\.lastKnownAddress).allSatisfy { !$0.isIPv4 })
+        XCTAssertTrue(engine.requests.filter { $0.family == .ipv4 }.compactMap(\.lastKnownAddress).allSatisfy(\.isIPv4))
+    }
+
+    func testAFamilyThatHangsDoesNotHoldTheOtherBack() {
+        let settings = ReachabilitySettings(interval: 0.001, timeout: 1)
+        let engine = ScriptedEngine(families: [:], after: [.ipv4: ScriptedRound.online()], held: [.ipv6])
+        let prober = ReachabilityProber(settings: settings, engine: engine)
+        let log = UpdateLog()
+        prober.start { log.append($0) }
+        let updates = log.wait(for: 5)
+        prober.cancel()
+        XCTAssertGreaterThanOrEqual(updates.count, 5, "IPv4's rounds went on while IPv6's first round hung")
+        XCTAssertTrue(updates.allSatisfy { $0.family == .ipv4 && $0.ipv6 == nil && $0.state == .online && !$0.isSingleFamily })
     }
 
     func testTheEngineLearnsTheLastKnownAddress() {

@@ -53,9 +53,10 @@ final class ReachabilityResolverTests: XCTestCase {
 }
 
 final class ReachabilityDNSProbeTests: XCTestCase {
-    /// An answer as the sandbox's DNS server sends it: the question echoed, one A record by pointer.
+    /// An answer as the sandbox's DNS server sends it: the question echoed, one record of `recordType`
+    /// (A unless told) by pointer.
     static func answer(id: UInt16, name: String = "server.linkcond.test", rcode: UInt8 = 0, type: UInt16 = 1,
-                       address: [UInt8]? = [198, 19, 0, 2]) -> [UInt8] {
+                       address: [UInt8]? = [198, 19, 0, 2], recordType: UInt16? = nil) -> [UInt8] {
         var bytes: [UInt8] = [UInt8(id >> 8), UInt8(id & 0xFF), 0x85, 0x80 | rcode, 0, 1, 0, address == nil ? 0 : 1, 0, 0, 0, 0]
         for label in name.split(separator: ".") {
             bytes.append(UInt8(label.utf8.count))
@@ -63,7 +64,8 @@ final class ReachabilityDNSProbeTests: XCTestCase {
         }
         bytes += [0, UInt8(type >> 8), UInt8(type & 0xFF), 0, 1]
         if let address {
-            bytes += [0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 5, 0, UInt8(address.count)] + address
+            let record = recordType ?? 1
+            bytes += [0xC0, 0x0C, UInt8(record >> 8), UInt8(record & 0xFF), 0, 1, 0, 0, 0, 5, 0, UInt8(address.count)] + address
         }
         return bytes
     }
@@ -92,5 +94,22 @@ final class ReachabilityDNSProbeTests: XCTestCase {
         var query = Self.answer(id: 7)
         query[2] &= 0x7F  // QR clear: our own query reflected
         XCTAssertEqual(DNSProbe.answer(query, id: 7, name: name), .unrelated)
+    }
+
+    func testAAAAQueriesAndAnswers() throws {
+        let query = try XCTUnwrap(DNSProbe.query(id: 9, name: "server.linkcond.test", type: .aaaa))
+        XCTAssertEqual(Array(query.suffix(4)), [0, 28, 0, 1], "QTYPE AAAA, QCLASS IN")
+        let name = "server.linkcond.test"
+        let v6: [UInt8] = [0x20, 0x01, 0, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2]
+        XCTAssertEqual(DNSProbe.answer(Self.answer(id: 9, type: 28, address: v6, recordType: 28), id: 9, name: name, type: .aaaa),
+                       .address(IPAddress("2001:2:0:100::2")!))
+        XCTAssertEqual(DNSProbe.answer(Self.answer(id: 9, type: 28, address: nil), id: 9, name: name, type: .aaaa),
+                       .failed("no AAAA record"))
+        XCTAssertEqual(DNSProbe.answer(Self.answer(id: 9, type: 28), id: 9, name: name, type: .aaaa), .failed("no AAAA record"),
+                       "a 4-byte A record in an AAAA answer is no AAAA address")
+        XCTAssertEqual(DNSProbe.answer(Self.answer(id: 9), id: 9, name: name, type: .aaaa), .unrelated, "an A question")
+        // Any ID the exchange sent is answered; others are not.
+        XCTAssertEqual(DNSProbe.answer(Self.answer(id: 4), ids: [3, 4], name: name), .address(IPAddress("198.19.0.2")!))
+        XCTAssertEqual(DNSProbe.answer(Self.answer(id: 5), ids: [3, 4], name: name), .unrelated)
     }
 }

@@ -9,19 +9,19 @@ import XCTest
 enum ScriptedRound {
     static let server = "198.19.0.2"
 
-    static func dns(_ address: String? = server, time: UInt64 = 1) -> ProbeResult {
-        address.map { ProbeResult(kind: .dns, success: true, rtt: 0.002, address: $0, time: time) }
-            ?? ProbeResult(kind: .dns, success: false, error: "timed out after 5.0 s", time: time)
+    static func dns(_ address: String? = server, rtt: Double = 0.002, time: UInt64 = 1) -> ProbeResult {
+        address.map { ProbeResult(kind: .dns, success: true, rtt: rtt, address: $0, time: time, rttSample: rtt) }
+            ?? ProbeResult(kind: .dns, success: false, error: "timed out after 5.0 s", time: time, timedOut: true)
     }
 
     static func tcp(rtt: Double?, address: String = server, time: UInt64 = 2) -> ProbeResult {
-        rtt.map { ProbeResult(kind: .tcp, success: true, rtt: $0, address: address, time: time) }
-            ?? ProbeResult(kind: .tcp, success: false, address: address, error: "timed out after 5.0 s", time: time)
+        rtt.map { ProbeResult(kind: .tcp, success: true, rtt: $0, address: address, time: time, rttSample: $0) }
+            ?? ProbeResult(kind: .tcp, success: false, address: address, error: "timed out after 5.0 s", time: time, timedOut: true)
     }
 
-    static func http(_ status: Int?, time: UInt64 = 3) -> ProbeResult {
-        status.map { ProbeResult(kind: .http, success: true, rtt: 0.003, httpStatus: $0, address: server, time: time) }
-            ?? ProbeResult(kind: .http, success: false, address: server, error: "timed out after 5.0 s", time: time)
+    static func http(_ status: Int?, rtt: Double = 0.003, time: UInt64 = 3) -> ProbeResult {
+        status.map { ProbeResult(kind: .http, success: true, rtt: rtt, httpStatus: $0, address: server, time: time, rttSample: rtt) }
+            ?? ProbeResult(kind: .http, success: false, address: server, error: "timed out after 5.0 s", time: time, timedOut: true)
     }
 
     static func online(rtt: Double = 0.010, address: String = server) -> [ProbeResult] {
@@ -48,6 +48,9 @@ final class ReachabilityStateMachineTests: XCTestCase {
         let settings = ReachabilitySettings()
         XCTAssertEqual(settings.interval, 1)
         XCTAssertEqual(settings.timeout, 5)
+        XCTAssertEqual(settings.timeoutMode, .adaptive(.init(minimum: 0.5, margin: 0.2, retryDelay: 0)))
+        XCTAssertEqual(settings.families, [.ipv4, .ipv6])
+        XCTAssertEqual(settings.probedFamilies, [.ipv4, .ipv6])
         XCTAssertEqual(settings.failureThreshold, 2)
         XCTAssertEqual(settings.offlineBackoffInitial, 1)
         XCTAssertEqual(settings.offlineBackoffMaximum, 4)
@@ -57,18 +60,24 @@ final class ReachabilityStateMachineTests: XCTestCase {
         XCTAssertEqual(settings.port, 80)
         XCTAssertNil(settings.nameservers)
         XCTAssertEqual(settings.dnsPort, 53)
-        // 2 × (1 s + 5 s) to declare offline; 5 s + 4 s + 5 s to declare online again; 50 ms a round on top.
+        // Adaptive, any link: 1 s + 5 s + 5 s (the second round's doubled timeout is capped at the ceiling)
+        // to declare offline; 5 s + 4 s + 5 s to declare online again; 50 ms a round on top.
         XCTAssertEqual(ReachabilitySettings.roundAllowance, 0.05)
-        XCTAssertEqual(ReachabilitySettings.detectionBound(), 12.1, accuracy: 1e-9)
+        XCTAssertEqual(ReachabilitySettings.detectionBound(), 11.1, accuracy: 1e-9)
         XCTAssertEqual(ReachabilitySettings.recoveryBound(), 14.1, accuracy: 1e-9)
         XCTAssertEqual(settings.detectionBound, ReachabilitySettings.detectionBound())
         XCTAssertEqual(settings.recoveryBound, ReachabilitySettings.recoveryBound())
+        // Fixed: 2 × (1 s + 5 s), as before adaptive timeouts.
+        let fixed = ReachabilitySettings(timeoutMode: .fixed)
+        XCTAssertEqual(fixed.detectionBound, 12.1, accuracy: 1e-9)
+        XCTAssertEqual(fixed.recoveryBound, 14.1, accuracy: 1e-9)
 
-        let fast = ReachabilitySettings(interval: 0.5, timeout: 2, failureThreshold: 3, offlineBackoffMaximum: 8)
+        let fast = ReachabilitySettings(interval: 0.5, timeout: 2, timeoutMode: .fixed, failureThreshold: 3, offlineBackoffMaximum: 8)
         XCTAssertEqual(ReachabilitySettings.detectionBound(fast), 3 * 2.55, accuracy: 1e-9)
         XCTAssertEqual(ReachabilitySettings.recoveryBound(fast), 12.1, accuracy: 1e-9)
-        XCTAssertEqual(ReachabilitySettings.detectionBound(ReachabilitySettings(failureThreshold: 0)), 6.05, accuracy: 1e-9,
-                       "a threshold below 1 counts as 1")
+        XCTAssertEqual(ReachabilitySettings.detectionBound(ReachabilitySettings(timeoutMode: .fixed, failureThreshold: 0)), 6.05,
+                       accuracy: 1e-9, "a threshold below 1 counts as 1")
+        XCTAssertEqual(ReachabilitySettings.detectionBound(ReachabilitySettings(failureThreshold: 0)), 6.05, accuracy: 1e-9)
     }
 
     func testBackoffDoublesToItsCap() {
@@ -97,7 +106,11 @@ final class ReachabilityStateMachineTests: XCTestCase {
         let first = machine.record(ScriptedRound.failure)
         XCTAssertEqual(first.state, .unknown, "one failed round is not an outage")
         XCTAssertEqual(first.consecutiveFailures, 1)
-        XCTAssertEqual(first.nextDelay, 1, "below the threshold the interval applies")
+        XCTAssertEqual(first.nextDelay, 0, "adaptive: below the threshold a failed round is retried at once")
+        var fixed = self.machine(ReachabilitySettings(timeoutMode: .fixed))
+        XCTAssertEqual(fixed.record(ScriptedRound.failure).nextDelay, 1, "fixed: below the threshold the interval applies")
+        var patient = self.machine(ReachabilitySettings(timeoutMode: .adaptive(.init(retryDelay: 0.25))))
+        XCTAssertEqual(patient.record(ScriptedRound.failure).nextDelay, 0.25)
         let second = machine.record(ScriptedRound.failure)
         XCTAssertEqual(second.state, .offline)
         XCTAssertEqual(second.previousState, .unknown)
@@ -131,13 +144,13 @@ final class ReachabilityStateMachineTests: XCTestCase {
             states.append(evaluation.state)
         }
         XCTAssertEqual(states, [.online, .offline, .offline, .offline, .offline, .offline, .offline])
-        XCTAssertEqual(delays, [1, 1, 2, 4, 4, 4, 4])
+        XCTAssertEqual(delays, [0, 1, 2, 4, 4, 4, 4], "a retry at once, then the offline backoff")
         let back = machine.record(ScriptedRound.online())
         XCTAssertEqual(back.previousState, .offline)
         XCTAssertEqual(back.state, .online)
         XCTAssertEqual(back.nextDelay, 1, "online rounds follow each other at the interval")
         // A new outage backs off from the start again.
-        _ = machine.record(ScriptedRound.failure)
+        XCTAssertEqual(machine.record(ScriptedRound.failure).nextDelay, 0)
         XCTAssertEqual(machine.record(ScriptedRound.failure).nextDelay, 1)
         XCTAssertEqual(machine.record(ScriptedRound.failure).nextDelay, 2)
     }
@@ -165,6 +178,7 @@ final class ReachabilityStateMachineTests: XCTestCase {
         let first = machine.record(ScriptedRound.limited())
         XCTAssertEqual(first.outcome, .limited)
         XCTAssertEqual(first.state, .online, "below the threshold nothing changes")
+        XCTAssertEqual(first.nextDelay, 0, "a limited round is a failed round: retried at once")
         let second = machine.record(ScriptedRound.limited())
         XCTAssertEqual(second.state, .limited)
         XCTAssertEqual(second.nextDelay, 1, "limited is not offline: no backoff")
@@ -186,6 +200,10 @@ final class ReachabilityStateMachineTests: XCTestCase {
         XCTAssertEqual(ProbeOutcome([R.dns(), R.tcp(rtt: 0.01), R.http(nil)]), .failure, "no HTTP answer")
         XCTAssertEqual(ProbeOutcome([R.dns(nil)]), .failure, "DNS failed and no known address to try")
         XCTAssertEqual(ProbeOutcome([R.tcp(rtt: 0.01), R.http(204)]), .online, "an IP literal needs no DNS")
+        XCTAssertEqual(ProbeOutcome([R.tcp(rtt: 0.01, time: 1), R.tcp(rtt: 0.01, time: 2), R.dns(nil, time: 3)]), .limited,
+                       "link checks that kept working")
+        XCTAssertEqual(ProbeOutcome([R.tcp(rtt: 0.01, time: 1), R.tcp(rtt: nil, time: 2), R.dns(nil, time: 3)]), .failure,
+                       "the last connect to end failed: the link stopped carrying traffic")
         XCTAssertFalse(ProbeOutcome.failure.gotThrough)
         XCTAssertTrue(ProbeOutcome.limited.gotThrough)
     }
@@ -243,14 +261,24 @@ final class ReachabilityStateMachineTests: XCTestCase {
     }
 
     func testUpdatesAreCodable() throws {
+        let ipv6 = FamilyReachability(
+            family: .ipv6, state: .offline, previousState: .online, outcome: .failure, quality: .minimal, medianRTT: nil,
+            lossFraction: 1, windowRounds: 2, consecutiveFailures: 2, rounds: 2,
+            timeouts: ProbeTimeouts(dns: 1, transport: 1, dnsPatience: 5, isAdaptive: true))
         let update = ReachabilityUpdate(
             state: .offline, previousState: .online, outcome: .failure, quality: .minimal, medianRTT: nil,
             lossFraction: 1, windowRounds: 2, results: ScriptedRound.failure, consecutiveFailures: 2, nextRoundIn: 1,
-            time: 42, generation: 3, round: 7)
+            time: 42, generation: 3, round: 7, family: .ipv6, ipv6: ipv6)
         XCTAssertTrue(update.isStateChange)
+        XCTAssertEqual(update.reachability(of: .ipv6), ipv6)
+        XCTAssertNil(update.reachability(of: .ipv4))
         let decoded = try JSONDecoder().decode(ReachabilityUpdate.self, from: JSONEncoder().encode(update))
         XCTAssertEqual(decoded, update)
         let text = String(decoding: try JSONEncoder().encode(update.results[0]), as: UTF8.self)
         XCTAssertTrue(text.contains("\"kind\":\"dns\""), text)
+        let whole = String(decoding: try JSONEncoder().encode(update), as: UTF8.self)
+        XCTAssertTrue(whole.contains("\"family\":\"ipv6\""), whole)
+        XCTAssertTrue(whole.contains("\"ipv6\":{"), "per-family objects under their names: \(whole)")
+        XCTAssertTrue(whole.contains("\"isSingleFamily\":false"), whole)
     }
 }

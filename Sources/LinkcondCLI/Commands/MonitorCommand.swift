@@ -59,15 +59,31 @@ enum MonitorProbing {
         guard parsed.flag("probe") else { return nil }
         let prober = ReachabilityProber(namespace: namespace, settings: ReachabilitySettings())
         prober.start(queue: queue) { update in
-            var line = "\(update.state)"
-            if update.isStateChange { line += " (was \(update.previousState))" }
-            line += ", quality \(update.quality)"
-            if let rtt = update.medianRTT { line += String(format: ", rtt %.1f ms", rtt * 1000) }
-            line += String(format: ", loss %.0f%%", update.lossFraction * 100)
-            let failures = update.results.filter { !$0.success }.map { "\($0.kind): \($0.error ?? "failed")" }
-            if !failures.isEmpty { line += " — " + failures.joined(separator: "; ") }
-            MonitorCommand.emit(lane: "reachability", json: json, origin: origin, time: update.time, line: line, object: update)
+            MonitorCommand.emit(lane: "reachability", json: json, origin: origin, time: update.time, line: line(update), object: update)
         }
         return prober
+    }
+
+    /// One human line: the overall state, each family's, the best family's samples, then the family whose
+    /// round this was and what it found, e.g. `online, only ipv4 [ipv4 online, ipv6 offline], quality good,
+    /// rtt 0.1 ms, loss 0%; ipv6 round: failure — dns: 2001:2:0:100::2: connect: Network is unreachable`.
+    static func line(_ update: ReachabilityUpdate) -> String {
+        var line = "\(update.state)"
+        if update.isStateChange { line += " (was \(update.previousState))" }
+        let families = [update.ipv4, update.ipv6].compactMap { $0 }
+        if update.isSingleFamily, let only = families.first(where: { $0.state == .online }) { line += ", only \(only.family)" }
+        let states = families.map { family -> String in
+            var text = "\(family.family) \(family.state)"
+            if family.family == update.family && family.isStateChange { text += " (was \(family.previousState))" }
+            return text
+        }
+        if !states.isEmpty { line += " [" + states.joined(separator: ", ") + "]" }
+        line += ", quality \(update.quality)"
+        if let rtt = update.medianRTT { line += String(format: ", rtt %.1f ms", rtt * 1000) }
+        line += String(format: ", loss %.0f%%", update.lossFraction * 100)
+        line += "; \(update.family) round: \(update.outcome)"
+        let failures = update.results.filter { !$0.success }.map { "\($0.kind): \($0.error ?? "failed")" }
+        if !failures.isEmpty { line += " — " + failures.joined(separator: "; ") }
+        return line
     }
 }
