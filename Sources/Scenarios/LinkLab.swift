@@ -221,6 +221,10 @@ public final class LinkLab: @unchecked Sendable {
                 "loss": .number(update.lossFraction),
             ]
             details["generation"] = .number(Double(update.generation))
+            details["family"] = .string(update.family.rawValue)
+            if let ipv4 = update.ipv4 { details[TimelineDetail.ipv4] = .string(ipv4.state.rawValue) }
+            if let ipv6 = update.ipv6 { details[TimelineDetail.ipv6] = .string(ipv6.state.rawValue) }
+            details[TimelineDetail.singleFamily] = .bool(update.isSingleFamily)
             _ = try? recorder.record(TimelineEvent(
                 t: recorder.runTime(ofMonotonic: update.time), lane: .reachability, kind: TimelineKind.reachabilityUpdate,
                 summary: "\(update.state) (quality \(update.quality))", state: update.state.rawValue, details: details))
