@@ -24,8 +24,12 @@ struct HTTPResponse: Equatable, Sendable {
 }
 
 /// The HTTP probe endpoint: `/generate_204` (204, or a login page while the portal flag file exists),
-/// `/` (a page naming linkcond), 404 for other paths, 405 for methods other than GET and HEAD.
+/// `/` (a page naming linkcond), `/bytes/N` (N bytes, up to 16 MiB, for measuring a download rate), 404 for
+/// other paths, 405 for methods other than GET and HEAD.
 enum HTTPResponder {
+    /// The most bytes `/bytes/N` sends.
+    static let maximumDownload = 16 << 20
+
     /// How long a client has to send its request head (and each part of it): SO_RCVTIMEO.
     static let readTimeoutSeconds = 10
 
@@ -70,6 +74,14 @@ enum HTTPResponder {
         case "/", "/index.html":
             return HTTPResponse(status: 200, reason: "OK", contentType: "text/html; charset=utf-8",
                                 body: Array(homePage.utf8))
+        case let path? where path.hasPrefix("/bytes/"):
+            guard let count = Int(path.dropFirst(7)), count >= 0, count <= maximumDownload, !path.dropFirst(7).hasPrefix("+") else {
+                return plain(404, "Not Found")
+            }
+            // A repeating printable pattern, so a corrupted byte is visible to a client that checks.
+            let pattern = Array("linkcond".utf8)
+            return HTTPResponse(status: 200, reason: "OK", contentType: "application/octet-stream",
+                                body: (0..<count).map { pattern[$0 % pattern.count] })
         default:
             return plain(404, "Not Found")
         }

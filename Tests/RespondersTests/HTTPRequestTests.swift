@@ -93,6 +93,14 @@ final class HTTPRequestTests: XCTestCase {
         XCTAssertEqual(status("GET * HTTP/1.1\r\n\r\n").0, 400)
         XCTAssertEqual(status("garbage\r\n\r\n").0, 400)
         XCTAssertEqual(status("GET / HTTP/3.0\r\n\r\n").0, 505)
+        // /bytes/N: exactly N bytes of "linkcond" repeated, for download rates; nothing else under /bytes/.
+        XCTAssertEqual(status("GET /bytes/20 HTTP/1.1\r\n\r\n").1.body, Array("linkcondlinkcondlink".utf8))
+        XCTAssertEqual(status("GET /bytes/0 HTTP/1.1\r\n\r\n").1.body, [])
+        XCTAssertEqual(status("GET /bytes/100000 HTTP/1.1\r\n\r\n").1.body.count, 100_000)
+        XCTAssertEqual(status("GET /bytes/16777216 HTTP/1.1\r\n\r\n").0, 200)
+        for refused in ["/bytes/16777217", "/bytes/-1", "/bytes/+5", "/bytes/", "/bytes/x", "/bytes/99999999999999999999"] {
+            XCTAssertEqual(status("GET \(refused) HTTP/1.1\r\n\r\n").0, 404, refused)
+        }
     }
 
     func testSerialization() {
