@@ -290,6 +290,31 @@ final class ReliabilityTests: SandboxTestCase {
         XCTAssertTrue(eventually(timeout: 3) { processesInGroup(process.pid).isEmpty }, "left: \(processesInGroup(process.pid))")
     }
 
+    /// `monitor` on a sandbox that is then removed: it says so and exits 1 instead of watching a dead
+    /// namespace forever.
+    func testMonitorExitsWhenItsSandboxGoesAway() throws {
+        let store = try makeStore()
+        let name = makeName(store: store)
+        XCTAssertEqual(try linkcond(["up", "--name", name, "--backend", "userspace"], store: store).status, 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try linkcondExecutable())
+        process.arguments = ["monitor", "--name", name]
+        process.environment = ProcessInfo.processInfo.environment.merging(["LINKCOND_STORE": store]) { _, new in new }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        usleep(500_000)
+        XCTAssertTrue(process.isRunning, "monitor ended before the sandbox went away")
+        XCTAssertEqual(try linkcond(["down", "--name", name], store: store).status, 0)
+        XCTAssertTrue(eventually(timeout: 5) { !process.isRunning }, "monitor still watches a removed sandbox")
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 1)
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(message.contains("went away"), message)
+    }
+
     // MARK: Helpers
 
     private func runConcurrently(_ commands: [[String]], store: String) throws -> [CommandResult] {

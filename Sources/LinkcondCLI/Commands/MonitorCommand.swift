@@ -25,12 +25,38 @@ enum MonitorCommand {
             emit(lane: "path", json: json, origin: origin, time: update.time, line: (update.isBaseline ? "baseline " : "") + update.path.summary, object: update)
         }
         let prober = try MonitorProbing.startIfRequested(parsed, namespace: namespace, queue: output, json: json, origin: origin)
-        // Runs until Ctrl-C / SIGTERM.
+        // Runs until Ctrl-C / SIGTERM, or until the sandbox's client namespace goes away (`down`, or a new
+        // sandbox of the same name: another namespace behind the same name is not the one watched).
         Interrupts.install()
-        while !Interrupts.received { usleep(50_000) }
+        let watched = namespace.flatMap { NamespaceIdentity(path: $0.path) }
+        var gone = false
+        while !Interrupts.received {
+            usleep(50_000)
+            if let namespace, let watched, NamespaceIdentity(path: namespace.path) != watched {
+                gone = true
+                break
+            }
+        }
         prober?.cancel()
         monitor.cancel()
+        if gone, let namespace {
+            Output.error("namespace \(namespace.name) went away (the sandbox was removed or rebuilt); stopped watching")
+            return 1
+        }
         return 0
+    }
+
+    /// Which namespace a name refers to: the device and inode of its nsfs file.
+    struct NamespaceIdentity: Equatable {
+        let device: UInt64
+        let inode: UInt64
+
+        init?(path: String) {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+        }
     }
 
     struct Line<T: Encodable>: Encodable {
