@@ -306,3 +306,4 @@ final class JSONParserTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(parseError(String(repeating: "[", count: 100_000))).kind, .tooDeep)
     }
 }
+
