@@ -9,19 +9,29 @@ public struct JSONElement: Sendable {
     public let path: JSONPath
     /// Where the value starts in the text.
     public let position: SourcePosition
-    let document: ParsedJSON?
+    /// The file the document came from, for errors; empty without a document.
+    public let file: String
+    /// Where the value's parts start, when it was parsed from text.
+    let map: SourceMap?
 
-    /// An element of `document` (pass `nil` for a value that was not parsed from text; positions of
-    /// its children are then reported as `position`, and errors name no file).
+    /// The element at `path` of `document` (pass `nil` for a value that was not parsed from text;
+    /// positions of its children are then reported as `position`, and errors name no file).
     public init(value: JSONValue, path: JSONPath, position: SourcePosition, document: ParsedJSON?) {
         self.value = value
         self.path = path
         self.position = position
-        self.document = document
+        self.file = document?.file ?? ""
+        self.map = document?.locate(path)?.map
     }
 
-    /// The file the document came from, for errors; empty without a document.
-    public var file: String { document?.file ?? "" }
+    /// An element with its map (or, without one, at `position` with children placed there too).
+    init(value: JSONValue, path: JSONPath, position: SourcePosition, file: String, map: SourceMap?) {
+        self.value = value
+        self.path = path
+        self.position = position
+        self.file = file
+        self.map = map
+    }
 
     /// An error about this value: `kind` (by default `.invalidValue`), what was wrong, what was expected.
     public func error(
@@ -78,7 +88,7 @@ public struct JSONElement: Sendable {
     public func array(expected: String) throws(DocumentError) -> [JSONElement] {
         guard case .array(let values) = value else { throw wrongType(expected: expected) }
         return values.enumerated().map { offset, value in
-            child(value, path: path.appending(index: offset))
+            child(value, at: offset, path: path.appending(index: offset))
         }
     }
 
@@ -88,12 +98,19 @@ public struct JSONElement: Sendable {
         return JSONObjectReader(element: self, members: members)
     }
 
-    func child(_ value: JSONValue, path: JSONPath) -> JSONElement {
-        JSONElement(value: value, path: path, position: document?.position(of: path) ?? position, document: document)
+    /// The member or element at `offset` of this object or array, `value`, at `path`.
+    func child(_ value: JSONValue, at offset: Int, path: JSONPath) -> JSONElement {
+        guard let map, map.children.indices.contains(offset) else {
+            return JSONElement(value: value, path: path, position: position, file: file, map: nil)
+        }
+        let child = map.children[offset]
+        return JSONElement(value: value, path: path, position: child.position, file: file, map: child)
     }
 
-    func keyPosition(of path: JSONPath) -> SourcePosition {
-        document?.keyPosition(of: path) ?? position
+    /// Where the key of the member at `offset` of this object starts.
+    func keyPosition(at offset: Int) -> SourcePosition {
+        guard let map, map.children.indices.contains(offset) else { return position }
+        return map.children[offset].keyPosition
     }
 }
 
@@ -131,8 +148,8 @@ public struct JSONObjectReader: Sendable {
     /// Marks `key` as known and returns its value, or `nil` when the object lacks it.
     public mutating func take(_ key: String) -> JSONElement? {
         if !known.contains(key) { known.append(key) }
-        guard let member = members.first(where: { $0.key == key }) else { return nil }
-        return element.child(member.value, path: path.appending(key))
+        guard let offset = members.firstIndex(where: { $0.key == key }) else { return nil }
+        return element.child(members[offset].value, at: offset, path: path.appending(key))
     }
 
     /// Marks `key` as known and returns its value; a `.missingKey` error at the object naming
@@ -162,7 +179,8 @@ public struct JSONObjectReader: Sendable {
     /// `.unknownKey` error at the key's position, with the nearest known key as a suggestion and the
     /// known keys as the expectation.
     public func finish() throws(DocumentError) {
-        guard let unknown = members.first(where: { !known.contains($0.key) }) else { return }
+        guard let offset = members.firstIndex(where: { !known.contains($0.key) }) else { return }
+        let unknown = members[offset]
         let keyPath = path.appending(unknown.key)
         var problem = "unknown key \(JSONWriter.quoted(unknown.key))"
         if let suggestion = Suggestions.closest(to: unknown.key, in: known) {
@@ -175,7 +193,7 @@ public struct JSONObjectReader: Sendable {
             default: "one of " + known.map(JSONWriter.quoted).joined(separator: ", ")
             }
         throw DocumentError(
-            .unknownKey, file: element.file, path: keyPath, position: element.keyPosition(of: keyPath),
+            .unknownKey, file: element.file, path: keyPath, position: element.keyPosition(at: offset),
             problem: problem, expected: expected)
     }
 }

@@ -6,6 +6,8 @@
 /// unquoted words, leading zeros, `NaN`/`Infinity`, numbers too large for a `Double`, raw control
 /// characters in strings, invalid escapes, lone UTF-16 surrogates, invalid UTF-8, text after the value,
 /// and nesting deeper than `maximumDepth`.
+///
+/// Parsing takes time linear in the size of the text, however long its lines.
 public enum JSONParser {
     /// Parses `bytes`, UTF-8 encoded JSON text; `file` names the text in the errors of its elements.
     public static func parse(
@@ -34,34 +36,6 @@ public enum JSONParser {
     }
 }
 
-/// A parsed document: its value, and where each of its values and keys starts.
-public struct ParsedJSON: Sendable {
-    /// The document's value.
-    public let value: JSONValue
-    /// The file the text came from, as given to the parser; empty when none was given.
-    public let file: String
-    let valuePositions: [JSONPath: SourcePosition]
-    let keyPositions: [JSONPath: SourcePosition]
-
-    /// Where the value at `path` starts (its first character: `{`, `[`, `"`, a digit...).
-    public func position(of path: JSONPath) -> SourcePosition? {
-        valuePositions[path]
-    }
-
-    /// Where the key of the member at `path` starts (its opening quote); `nil` for the root and array
-    /// elements.
-    public func keyPosition(of path: JSONPath) -> SourcePosition? {
-        keyPositions[path]
-    }
-
-    /// The document's value, ready to be read with positions (see ``JSONObjectReader``).
-    public var root: JSONElement {
-        JSONElement(
-            value: value, path: .root, position: valuePositions[.root] ?? SourcePosition(line: 1, column: 1),
-            document: self)
-    }
-}
-
 /// The parser's state while it walks the text once, front to back.
 struct JSONScanner {
     let bytes: [UInt8]
@@ -69,10 +43,12 @@ struct JSONScanner {
     var index = 0
     var line = 1
     var lineStart = 0
+    /// A byte offset on the current line and its column, so that each position is counted on from the
+    /// last one instead of from the start of the line (which is quadratic on a long minified line).
+    var columnMark = (offset: 0, column: 1)
     var depth = 0
+    /// Where the parser is, for errors: components are pushed and popped as it goes in and out.
     var path = JSONPath.root
-    var valuePositions: [JSONPath: SourcePosition] = [:]
-    var keyPositions: [JSONPath: SourcePosition] = [:]
 
     init(bytes: [UInt8], maximumDepth: Int) {
         self.bytes = bytes
@@ -85,29 +61,36 @@ struct JSONScanner {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
             index = 3
             lineStart = 3
+            columnMark = (3, 1)
         }
         skipWhitespace()
         if index == bytes.count {
             throw error(
                 .unexpectedEndOfFile, found: "unexpected end of file", expected: "a JSON value (the file is empty)")
         }
-        let start = here()
-        let value = try parseValue()
+        let (value, map) = try parseValue()
         skipWhitespace()
         if index < bytes.count {
             throw error(
                 .unexpectedCharacter, found: foundHere(),
-                expected: "the end of the file after the value that starts at \(start)")
+                expected: "the end of the file after the value that starts at \(map.position)")
         }
-        return ParsedJSON(value: value, file: file, valuePositions: valuePositions, keyPositions: keyPositions)
+        return ParsedJSON(value: value, file: file, map: map)
     }
 
     // MARK: Positions
 
-    /// The position of the current byte.
-    func here() -> SourcePosition { position(at: index) }
+    /// The position of the current byte, counted on from the previous position asked for on this line.
+    mutating func here() -> SourcePosition {
+        if columnMark.offset < lineStart || columnMark.offset > index { columnMark = (lineStart, 1) }
+        var column = columnMark.column
+        for i in columnMark.offset..<index where bytes[i] & 0xC0 != 0x80 { column += 1 }
+        columnMark = (index, column)
+        return SourcePosition(line: line, column: column)
+    }
 
-    /// The position of byte `offset`, which must be on the current line.
+    /// The position of byte `offset`, which must be on the current line, counted from the start of the
+    /// line (for errors, which happen once).
     func position(at offset: Int) -> SourcePosition {
         var column = 1
         for i in lineStart..<offset where bytes[i] & 0xC0 != 0x80 { column += 1 }
@@ -170,15 +153,22 @@ struct JSONScanner {
 
     // MARK: Values
 
-    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    /// The value that starts here, and where it and its parts start.
+    mutating func parseValue() throws(JSONParseError) -> (JSONValue, SourceMap) {
         skipWhitespace()
         guard index < bytes.count else {
             throw error(.unexpectedEndOfFile, found: "unexpected end of file", expected: Self.anyValue)
         }
-        valuePositions[path] = here()
+        let position = here()
         switch bytes[index] {
-        case UInt8(ascii: "{"): return try parseObject()
-        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "{"): return try parseObject(at: position)
+        case UInt8(ascii: "["): return try parseArray(at: position)
+        default: return (try parseScalar(), SourceMap(position: position))
+        }
+    }
+
+    mutating func parseScalar() throws(JSONParseError) -> JSONValue {
+        switch bytes[index] {
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         case let byte where Self.isLetter(byte):
@@ -221,14 +211,15 @@ struct JSONScanner {
         }
     }
 
-    mutating func parseObject() throws(JSONParseError) -> JSONValue {
-        let opened = here()
+    mutating func parseObject(at opened: SourcePosition) throws(JSONParseError) -> (JSONValue, SourceMap) {
         try enterContainer()
         index += 1
         var members: [(key: String, value: JSONValue)] = []
+        var map = SourceMap(position: opened)
+        // Keys seen so far, for duplicates: searched in `members` while the object is small.
         var seen: [String: SourcePosition] = [:]
         var close: String { "'}' to close the object opened at \(opened)" }
-        if closesEmpty(UInt8(ascii: "}")) { return .object([]) }
+        if closesEmpty(UInt8(ascii: "}")) { return (.object([]), map) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
@@ -246,16 +237,20 @@ struct JSONScanner {
             }
             let keyPosition = here()
             let key = try parseString()
-            let memberPath = path.appending(key)
-            if let first = seen[key] {
+            if members.count == 16 {
+                for (offset, member) in members.enumerated() { seen[member.key] = map.children[offset].keyPosition }
+            }
+            let first =
+                members.count < 16
+                ? members.firstIndex { $0.key == key }.map { map.children[$0].keyPosition } : seen[key]
+            if let first {
                 throw JSONParseError(
-                    kind: .duplicateKey, position: keyPosition, path: memberPath,
+                    kind: .duplicateKey, position: keyPosition, path: path.appending(key),
                     found: "duplicate key \(JSONWriter.quoted(key))",
                     expected:
                         "each key at most once in an object; \(JSONWriter.quoted(key)) was first given at \(first)")
             }
-            seen[key] = keyPosition
-            keyPositions[memberPath] = keyPosition
+            if members.count >= 16 { seen[key] = keyPosition }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
                 throw error(
@@ -263,24 +258,25 @@ struct JSONScanner {
                     expected: "':' after the key \(JSONWriter.quoted(key))")
             }
             index += 1
-            let outer = path
-            path = memberPath
-            let value = try parseValue()
-            path = outer
+            path.components.append(.key(key))
+            var (value, valueMap) = try parseValue()
+            path.components.removeLast()
             members.append((key, value))
+            valueMap.keyPosition = keyPosition
+            map.children.append(valueMap)
             if try closes(with: UInt8(ascii: "}"), close, hintAtQuote: " (is a ',' missing?)") {
-                return .object(members)
+                return (.object(members), map)
             }
         }
     }
 
-    mutating func parseArray() throws(JSONParseError) -> JSONValue {
-        let opened = here()
+    mutating func parseArray(at opened: SourcePosition) throws(JSONParseError) -> (JSONValue, SourceMap) {
         try enterContainer()
         index += 1
         var elements: [JSONValue] = []
+        var map = SourceMap(position: opened)
         var close: String { "']' to close the array opened at \(opened)" }
-        if closesEmpty(UInt8(ascii: "]")) { return .array([]) }
+        if closesEmpty(UInt8(ascii: "]")) { return (.array([]), map) }
         while true {
             skipWhitespace()
             if !elements.isEmpty, index < bytes.count, bytes[index] == UInt8(ascii: "]") {
@@ -288,12 +284,12 @@ struct JSONScanner {
                     .unexpectedCharacter, found: foundHere(),
                     expected: "a value after ',' (trailing commas are not allowed)")
             }
-            let outer = path
-            path = path.appending(index: elements.count)
-            let value = try parseValue()
-            path = outer
+            path.components.append(.index(elements.count))
+            let (value, valueMap) = try parseValue()
+            path.components.removeLast()
             elements.append(value)
-            if try closes(with: UInt8(ascii: "]"), close) { return .array(elements) }
+            map.children.append(valueMap)
+            if try closes(with: UInt8(ascii: "]"), close) { return (.array(elements), map) }
         }
     }
 

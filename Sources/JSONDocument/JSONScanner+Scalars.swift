@@ -7,7 +7,10 @@ extension JSONScanner {
         let started = here()
         var close: String { "'\"' to close the string started at \(started)" }
         index += 1
-        var output: [UInt8] = []
+        // Text without escapes is taken from the input in one piece; `output` collects it only once an
+        // escape has been met, run by run.
+        var runStart = index
+        var output: [UInt8]?
         while true {
             guard index < bytes.count else {
                 throw error(.unexpectedEndOfFile, found: "unexpected end of file", expected: close)
@@ -15,10 +18,16 @@ extension JSONScanner {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "\""):
-                index += 1
+                defer { index += 1 }
+                guard var output else { return String(decoding: bytes[runStart..<index], as: UTF8.self) }
+                output.append(contentsOf: bytes[runStart..<index])
                 return String(decoding: output, as: UTF8.self)
             case UInt8(ascii: "\\"):
-                try parseEscape(into: &output, started: started)
+                var escaped = output ?? []
+                escaped.append(contentsOf: bytes[runStart..<index])
+                try parseEscape(into: &escaped, started: started)
+                output = escaped
+                runStart = index
             case 0x0A, 0x0D:
                 throw error(
                     .invalidString, found: "a line break inside a string",
@@ -28,7 +37,6 @@ extension JSONScanner {
                     .invalidString, found: "unescaped control character U+\(hex(UInt32(byte))) in a string",
                     expected: "an escape such as \\t or \\u\(hex(UInt32(byte)))")
             case 0x20..<0x80:
-                output.append(byte)
                 index += 1
             default:
                 guard let (_, length) = decodeScalar(at: index) else {
@@ -36,7 +44,6 @@ extension JSONScanner {
                         .invalidString, found: "invalid UTF-8 byte 0x\(hex(UInt32(byte), digits: 2)) in a string",
                         expected: "text encoded as UTF-8")
                 }
-                output.append(contentsOf: bytes[index..<index + length])
                 index += length
             }
         }
