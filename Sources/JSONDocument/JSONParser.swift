@@ -63,10 +63,15 @@ struct JSONScanner {
             lineStart = 3
             columnMark = (3, 1)
         }
+        let textStart = index
         skipWhitespace()
         if index == bytes.count {
-            throw error(
-                .unexpectedEndOfFile, found: "unexpected end of file", expected: "a JSON value (the file is empty)")
+            throw index == textStart
+                ? error(
+                    .unexpectedEndOfFile, found: "unexpected end of file", expected: "a JSON value (the file is empty)")
+                : JSONParseError(
+                    kind: .unexpectedEndOfFile, position: SourcePosition(line: 1, column: 1), path: .root,
+                    found: "the file contains only whitespace", expected: "a JSON value, such as an object in braces")
         }
         let (value, map) = try parseValue()
         skipWhitespace()

@@ -72,6 +72,12 @@ final class DocumentTests: XCTestCase {
                 "x.json: $ (line 2, column 1): unexpected end of file: expected a key in double quotes or '}' to "
                     + "close the object opened at line 1, column 1")
         }
+        XCTAssertThrowsError(try JSONParser.document(Array(" \n ".utf8), file: "blank.json")) { error in
+            XCTAssertEqual(
+                "\(error)",
+                "blank.json: $ (line 1, column 1): the file contains only whitespace: expected a JSON value, such "
+                    + "as an object in braces")
+        }
         let root = try JSONParser.document(Array(#"{"rate": 1}"#.utf8), file: "r.json").root
         XCTAssertThrowsError(try root.string(expected: "a string")) { error in
             XCTAssertEqual((error as? DocumentError)?.file, "r.json")

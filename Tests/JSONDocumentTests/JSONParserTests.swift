@@ -168,9 +168,19 @@ final class JSONParserTests: XCTestCase {
     }
 
     func testEmptyDocument() throws {
-        let error = try XCTUnwrap(parseError("  \n"))
+        let empty = try XCTUnwrap(parseError(""))
+        XCTAssertEqual(empty.kind, .unexpectedEndOfFile)
+        XCTAssertEqual(empty.description, "unexpected end of file at line 1, column 1: expected a JSON value (the file is empty)")
+        XCTAssertEqual(
+            try XCTUnwrap(parseError(bytes: [0xEF, 0xBB, 0xBF])).expected, "a JSON value (the file is empty)")
+    }
+
+    func testWhitespaceOnlyDocumentSaysSo() throws {
+        let error = try XCTUnwrap(parseError("  \n\t\r\n "))
         XCTAssertEqual(error.kind, .unexpectedEndOfFile)
-        XCTAssertEqual(error.expected, "a JSON value (the file is empty)")
+        XCTAssertEqual(
+            error.description,
+            "the file contains only whitespace at line 1, column 1: expected a JSON value, such as an object in braces")
     }
 
     func testUnexpectedCharacters() throws {

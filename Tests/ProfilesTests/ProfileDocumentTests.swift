@@ -142,4 +142,15 @@ final class ProfileDocumentTests: XCTestCase {
 
             """)
     }
+
+    // MARK: Files
+
+    func testWhitespaceOnlyFileSaysSo() throws {
+        XCTAssertThrowsError(try ProfileParser.parse(text: "\n  \n", source: file)) {
+            XCTAssertEqual(
+                "\($0)",
+                "profiles/bad.json: $ (line 1, column 1): the file contains only whitespace: expected a JSON value, "
+                    + "such as an object in braces")
+        }
+    }
 }

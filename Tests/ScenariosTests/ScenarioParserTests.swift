@@ -713,6 +713,12 @@ final class ScenarioParserTests: XCTestCase {
         }
     }
 
+    func testWhitespaceOnlyFileSaysSo() {
+        assertError(
+            parseError(" \n\t\n"), .syntax, path: "$", line: 1, column: 1, problem: "the file contains only whitespace",
+            expected: "a JSON value, such as an object in braces")
+    }
+
     // MARK: Writing and reading back
 
     /// `scenarios/` and `profiles/` in the source tree.
