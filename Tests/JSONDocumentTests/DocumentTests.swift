@@ -3,6 +3,26 @@ import XCTest
 
 @testable import JSONDocument
 
+/// `body` runs on a thread of its own. It must not open the FIFO at `path` for reading; if it does (and
+/// blocks, as a plain `open` of a FIFO does), a writer comes and goes so that it returns — with a wrong
+/// answer the test then reports — instead of hanging the suite.
+func unblockingFIFO<T: Sendable>(_ path: String, _ body: @escaping @Sendable () -> T) -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        box.value = body()
+        done.signal()
+    }.start()
+    while done.wait(timeout: .now() + .milliseconds(20)) == .timedOut {
+        let writer = open(path, O_WRONLY | O_NONBLOCK)  // succeeds only while a reader has the FIFO open
+        if writer >= 0 { close(writer) }
+    }
+    return box.value!
+}
+
+/// What the thread of ``unblockingFIFO(_:_:)`` returns; read only after its semaphore is signalled.
+final class ResultBox<T>: @unchecked Sendable { var value: T? }
+
 final class DocumentTests: XCTestCase {
     private var directory = ""
 
@@ -16,11 +36,14 @@ final class DocumentTests: XCTestCase {
     }
 
     private func readError(_ path: String, maximumSize: Int = 1 << 20) -> DocumentError? {
-        do throws(DocumentError) {
-            let bytes = try DocumentFile.read(path, maximumSize: maximumSize, expected: "a test file")
+        let result = unblockingFIFO(path) { () -> Result<[UInt8], DocumentError> in
+            Result { () throws(DocumentError) in try DocumentFile.read(path, maximumSize: maximumSize, expected: "a test file") }
+        }
+        switch result {
+        case .success(let bytes):
             XCTFail("read \(bytes.count) bytes from \(path)")
             return nil
-        } catch {
+        case .failure(let error):
             return error
         }
     }
@@ -34,6 +57,20 @@ final class DocumentTests: XCTestCase {
         let link = directory + "/link.json"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
         XCTAssertEqual(try DocumentFile.read(link, maximumSize: 100, expected: "a test file").count, 8)
+    }
+
+    func testFIFOIsRefusedWithoutOpeningIt() throws {
+        let path = directory + "/fifo.json"
+        XCTAssertEqual(mkfifo(path, 0o600), 0)
+        let error = try XCTUnwrap(readError(path))
+        XCTAssertEqual(error.kind, .unreadable)
+        XCTAssertEqual(error.description, "\(path): it is a FIFO, not a regular file: expected a test file")
+    }
+
+    func testDirectoriesAndDevicesAreRefused() throws {
+        XCTAssertEqual(
+            readError(directory)?.description, "\(directory): it is a directory, not a regular file: expected a test file")
+        XCTAssertEqual(readError("/dev/null")?.problem, "it is a character device, not a regular file")
     }
 
     func testMissingAndTooLargeFiles() throws {

@@ -153,4 +153,49 @@ final class ProfileDocumentTests: XCTestCase {
                     + "such as an object in braces")
         }
     }
+
+    func testAFIFOIsRefusedAtOnce() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkcond-fifo-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/edge.json"
+        XCTAssertEqual(mkfifo(path, 0o600), 0)
+        let message = unblockingFIFO(path) { () -> String in
+            do throws(ProfileError) {
+                return "loaded \(try ProfileParser.load(path: path))"
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(message, "\(path): it is a FIFO, not a regular file: expected a profile file")
+        let catalog = ProfileCatalog(directory: directory)
+        let named = unblockingFIFO(path) { () -> String in
+            do throws(ProfileError) {
+                return "loaded \(try catalog.profile(named: "edge"))"
+            } catch {
+                return "\(error.kind): \(error.problem)"
+            }
+        }
+        XCTAssertEqual(named, "unreadable: it is a FIFO, not a regular file")
+    }
 }
+
+/// `body` runs on a thread of its own. It must not open the FIFO at `path` for reading; if it does (and
+/// blocks, as a plain `open` of a FIFO does), a writer comes and goes so that it returns — with a wrong
+/// answer the test then reports — instead of hanging the suite.
+private func unblockingFIFO<T: Sendable>(_ path: String, _ body: @escaping @Sendable () -> T) -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        box.value = body()
+        done.signal()
+    }.start()
+    while done.wait(timeout: .now() + .milliseconds(20)) == .timedOut {
+        let writer = open(path, O_WRONLY | O_NONBLOCK)
+        if writer >= 0 { close(writer) }
+    }
+    return box.value!
+}
+
+/// What the thread of ``unblockingFIFO(_:_:)`` returns; read only after its semaphore is signalled.
+private final class ResultBox<T>: @unchecked Sendable { var value: T? }

@@ -713,6 +713,38 @@ final class ScenarioParserTests: XCTestCase {
         }
     }
 
+    func testAFIFOIsRefusedAtOnce() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("scenario-fifo-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let fifo = folder + "/run.json"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let run = unblockingFIFO(fifo) { () -> String in
+            do throws(ScenarioError) {
+                return "loaded \(try ScenarioParser.load(path: fifo, profileExists: { _ in true }))"
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(run, "\(fifo): it is a FIFO, not a regular file: expected a scenario file")
+
+        // A step that applies a profile "file" that is a FIFO.
+        let source = folder + "/s.json"
+        let text = "{\n  \"name\": \"s\",\n  \"steps\": [\n    {\"name\": \"x\", \"apply\": \"run.json\", \"hold\": \"1s\"}\n  ]\n}\n"
+        let step = unblockingFIFO(fifo) { () -> String in
+            do throws(ScenarioError) {
+                let catalog = ProfileCatalog(directory: folder)
+                return "parsed \(try ScenarioParser.parse(text: text, source: source, catalog: catalog))"
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(
+            step,
+            "\(source): $.steps[0].apply (line 4, column 28): profile \"run.json\": it is a FIFO, not a regular file: "
+                + "expected a readable profile file")
+    }
+
     func testWhitespaceOnlyFileSaysSo() {
         assertError(
             parseError(" \n\t\n"), .syntax, path: "$", line: 1, column: 1, problem: "the file contains only whitespace",
@@ -833,3 +865,23 @@ final class ScenarioParserTests: XCTestCase {
         }
     }
 }
+
+/// `body` runs on a thread of its own. It must not open the FIFO at `path` for reading; if it does (and
+/// blocks, as a plain `open` of a FIFO does), a writer comes and goes so that it returns — with a wrong
+/// answer the test then reports — instead of hanging the suite.
+private func unblockingFIFO<T: Sendable>(_ path: String, _ body: @escaping @Sendable () -> T) -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        box.value = body()
+        done.signal()
+    }.start()
+    while done.wait(timeout: .now() + .milliseconds(20)) == .timedOut {
+        let writer = open(path, O_WRONLY | O_NONBLOCK)
+        if writer >= 0 { close(writer) }
+    }
+    return box.value!
+}
+
+/// What the thread of ``unblockingFIFO(_:_:)`` returns; read only after its semaphore is signalled.
+private final class ResultBox<T>: @unchecked Sendable { var value: T? }
