@@ -6,8 +6,9 @@ import Scenarios
 
 let knownProfiles: Set<String> = ["lte", "3g", "edge", "100-loss", "wifi", "high-latency-dns"]
 
+/// Catalog names from a short list; any path (anything with a `/` or ending in `.json`) exists.
 func profileExists(_ reference: String) -> Bool {
-    knownProfiles.contains(reference) || reference.hasSuffix(".json")
+    knownProfiles.contains(reference) || reference.contains("/") || reference.hasSuffix(".json")
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

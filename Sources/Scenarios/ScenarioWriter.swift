@@ -49,8 +49,9 @@ enum ScenarioWriter {
         return .object(members)
     }
 
-    /// A profile reference as the file spells it: a path inside the scenario's folder relative to it
-    /// (the reader joins it to the folder again), anything else as it is.
+    /// A profile reference as the file spells it: a path inside the scenario's folder relative to it (the
+    /// reader joins it to the folder again; `./` keeps it a path), anything else as it is. A relative path
+    /// outside the folder cannot be spelled so that it reads back the same.
     static func written(_ reference: String, source: String?) -> String {
         guard ProfileCatalog.isPath(reference), let source, let slash = source.lastIndex(of: "/") else {
             return reference
@@ -58,7 +59,11 @@ enum ScenarioWriter {
         let folder = source[...slash]
         guard reference.hasPrefix(folder) else { return reference }
         let relative = String(reference.dropFirst(folder.count))
-        return ScenarioParser.resolve(profile: relative, source: source) == reference ? relative : reference
+        for candidate in [relative, "./" + relative]
+        where ScenarioParser.resolve(profile: candidate, source: source) == reference {
+            return candidate
+        }
+        return reference
     }
 
     static func json(_ expectation: Expectation) -> JSONValue {

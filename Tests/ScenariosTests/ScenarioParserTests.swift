@@ -781,6 +781,7 @@ final class ScenarioParserTests: XCTestCase {
                 ScenarioStep(name: "a", action: .apply(profile: "lte"), hold: s(1)),
                 ScenarioStep(name: "mine", action: .apply(profile: "/lab/scenarios/p/mine.json"), hold: s(1)),
                 ScenarioStep(name: "abs", action: .apply(profile: "/elsewhere/x.json"), hold: s(1)),
+                ScenarioStep(name: "no-suffix", action: .apply(profile: "/lab/scenarios/lte"), hold: s(1)),
                 ScenarioStep(name: "b", action: .clear, hold: 0),
                 ScenarioStep(name: "c", action: .linkDown(side: .router, link: .wifi), hold: s(2)),
                 ScenarioStep(name: "d", action: .linkUp(side: .client, link: .cellular), hold: 1_500_000),
@@ -804,11 +805,12 @@ final class ScenarioParserTests: XCTestCase {
         let text = ScenarioParser.jsonText(of: scenario)
         XCTAssertTrue(text.contains(#""apply": "p/mine.json""#), "relative to the scenario's folder: \(text)")
         XCTAssertTrue(text.contains(#""apply": "/elsewhere/x.json""#), text)
+        XCTAssertTrue(text.contains(#""apply": "./lte""#), "still a path, not the catalog's lte: \(text)")
         var asked: [String] = []
         XCTAssertEqual(
             try ScenarioParser.parse(text: text, source: source, profileExists: { asked.append($0); return true }),
             scenario)
-        XCTAssertEqual(asked, ["lte", "/lab/scenarios/p/mine.json", "/elsewhere/x.json"])
+        XCTAssertEqual(asked, ["lte", "/lab/scenarios/p/mine.json", "/elsewhere/x.json", "/lab/scenarios/lte"])
     }
 
     // MARK: Scenarios made in code
