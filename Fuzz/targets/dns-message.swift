@@ -6,8 +6,10 @@
 import LinkcondBase
 import Responders
 
+/// The sandbox's zone: server.linkcond.test at 198.19.0.2 and 2001:2:0:100::2.
 let zone = DNSZone(
-    apex: DNSName("linkcond.test")!, ipv4Address: [198, 19, 0, 2], ipv6Address: [0x20, 0x01, 0, 2, 0, 0, 1, 0] + [UInt8](repeating: 0, count: 7) + [2])
+    apex: DNSName("linkcond.test")!, ipv4Address: [198, 19, 0, 2],
+    ipv6Address: [0x20, 0x01, 0, 2, 0, 0, 1, 0] + [UInt8](repeating: 0, count: 7) + [2])
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDNS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -197,8 +197,11 @@ struct ScenarioReader {
             stepKey, expected: "\(JSONWriter.quoted(stepKey)): the name of the step the rule is about"
         ).string(expected: "a step name as a string")
         guard reaches else {
-            let grace = try fields["grace"].map { element throws(DocumentError) in try time(element, what: "the grace") }
-            return Expectation(name: nameText, lane: laneValue, rule: .holds(state: state, duringStep: step, grace: grace ?? 0))
+            let grace = try fields["grace"].map { element throws(DocumentError) in
+                try time(element, what: "the grace")
+            }
+            return Expectation(
+                name: nameText, lane: laneValue, rule: .holds(state: state, duringStep: step, grace: grace ?? 0))
         }
         let within = try fields.require(
             "within", expected: "\"within\": the time allowed after the step starts, such as \"12s\"")
@@ -217,7 +220,8 @@ struct ScenarioReader {
                     + "and cannot be expected",
                 expected: listed)
         }
-        throw element.error("\(JSONWriter.quoted(text)) is not a lane" + Suggestions.didYouMean(text, in: names), expected: listed)
+        throw element.error(
+            "\(JSONWriter.quoted(text)) is not a lane" + Suggestions.didYouMean(text, in: names), expected: listed)
     }
 
     func state(_ element: JSONElement, lane: TimelineLane) throws(DocumentError) -> String {
