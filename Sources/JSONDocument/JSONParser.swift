@@ -6,55 +6,49 @@
 /// unquoted words, leading zeros, `NaN`/`Infinity`, numbers too large for a `Double`, raw control
 /// characters in strings, invalid escapes, lone UTF-16 surrogates, invalid UTF-8, text after the value,
 /// and nesting deeper than `maximumDepth`.
+///
+/// Parsing takes time linear in the size of the text, however long its lines.
 public enum JSONParser {
-    /// Parses `bytes`, UTF-8 encoded JSON text.
-    public static func parse(_ bytes: [UInt8], maximumDepth: Int = 256) throws(JSONParseError) -> ParsedJSON {
-        var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth)
-        return try scanner.document()
+    /// Parses `bytes`, UTF-8 encoded JSON text; `file` names the text in the errors of its elements.
+    public static func parse(
+        _ bytes: [UInt8], file: String = "", maximumDepth: Int = 256
+    ) throws(JSONParseError) -> ParsedJSON {
+        var scanner = JSONScanner(bytes: bytes, maximumDepth: maximumDepth)
+        return try scanner.document(file: file)
     }
 
-    /// Parses `text`.
-    public static func parse(_ text: String, maximumDepth: Int = 256) throws(JSONParseError) -> ParsedJSON {
-        try parse(Array(text.utf8), maximumDepth: maximumDepth)
-    }
-}
-
-/// A parsed document: its value, and where each of its values and keys starts.
-public struct ParsedJSON: Sendable {
-    /// The document's value.
-    public let value: JSONValue
-    let valuePositions: [JSONPath: SourcePosition]
-    let keyPositions: [JSONPath: SourcePosition]
-
-    /// Where the value at `path` starts (its first character: `{`, `[`, `"`, a digit...).
-    public func position(of path: JSONPath) -> SourcePosition? {
-        valuePositions[path]
+    /// Parses `text`; `file` names the text in the errors of its elements.
+    public static func parse(
+        _ text: String, file: String = "", maximumDepth: Int = 256
+    ) throws(JSONParseError) -> ParsedJSON {
+        try parse(Array(text.utf8), file: file, maximumDepth: maximumDepth)
     }
 
-    /// Where the key of the member at `path` starts (its opening quote); `nil` for the root and array
-    /// elements.
-    public func keyPosition(of path: JSONPath) -> SourcePosition? {
-        keyPositions[path]
-    }
-
-    /// The document's value, ready to be read with positions (see ``JSONObjectReader``).
-    public var root: JSONElement {
-        JSONElement(
-            value: value, path: .root, position: valuePositions[.root] ?? SourcePosition(line: 1, column: 1),
-            document: self)
+    /// Parses the document `file`: a text that is not JSON is a `.syntax` ``DocumentError`` naming it.
+    public static func document(
+        _ bytes: [UInt8], file: String, maximumDepth: Int = 256
+    ) throws(DocumentError) -> ParsedJSON {
+        do {
+            return try parse(bytes, file: file, maximumDepth: maximumDepth)
+        } catch {
+            throw DocumentError(file: file, parseError: error)
+        }
     }
 }
 
-private struct Scanner {
+/// The parser's state while it walks the text once, front to back.
+struct JSONScanner {
     let bytes: [UInt8]
     let maximumDepth: Int
     var index = 0
     var line = 1
     var lineStart = 0
+    /// A byte offset on the current line and its column, so that each position is counted on from the
+    /// last one instead of from the start of the line (which is quadratic on a long minified line).
+    var columnMark = (offset: 0, column: 1)
     var depth = 0
+    /// Where the parser is, for errors: components are pushed and popped as it goes in and out.
     var path = JSONPath.root
-    var valuePositions: [JSONPath: SourcePosition] = [:]
-    var keyPositions: [JSONPath: SourcePosition] = [:]
 
     init(bytes: [UInt8], maximumDepth: Int) {
         self.bytes = bytes
@@ -63,39 +57,48 @@ private struct Scanner {
 
     static let anyValue = "a value: a string in double quotes, a number, an object, an array, true, false or null"
 
-    mutating func document() throws(JSONParseError) -> ParsedJSON {
+    mutating func document(file: String) throws(JSONParseError) -> ParsedJSON {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
             index = 3
             lineStart = 3
+            columnMark = (3, 1)
         }
+        let textStart = index
         skipWhitespace()
         if index == bytes.count {
-            throw error(
-                .unexpectedEndOfFile, found: "unexpected end of file", expected: "a JSON value (the file is empty)")
+            throw index == textStart
+                ? error(
+                    .unexpectedEndOfFile, found: "unexpected end of file", expected: "a JSON value (the file is empty)")
+                : JSONParseError(
+                    kind: .unexpectedEndOfFile, position: SourcePosition(line: 1, column: 1), path: .root,
+                    found: "the file contains only whitespace", expected: "a JSON value, such as an object in braces")
         }
-        let start = position
-        let value = try parseValue()
+        let (value, map) = try parseValue()
         skipWhitespace()
         if index < bytes.count {
             throw error(
                 .unexpectedCharacter, found: foundHere(),
-                expected: "the end of the file after the value that starts at \(start)")
+                expected: "the end of the file after the value that starts at \(map.position)")
         }
-        return ParsedJSON(value: value, valuePositions: valuePositions, keyPositions: keyPositions)
+        return ParsedJSON(value: value, file: file, map: map)
     }
 
     // MARK: Positions
 
-    var position: SourcePosition { position(at: index) }
+    /// The position of the current byte, counted on from the previous position asked for on this line.
+    mutating func here() -> SourcePosition {
+        if columnMark.offset < lineStart || columnMark.offset > index { columnMark = (lineStart, 1) }
+        var column = columnMark.column
+        for i in columnMark.offset..<index where bytes[i] & 0xC0 != 0x80 { column += 1 }
+        columnMark = (index, column)
+        return SourcePosition(line: line, column: column)
+    }
 
-    /// The position of byte `offset`, which must be on the current line.
+    /// The position of byte `offset`, which must be on the current line, counted from the start of the
+    /// line (for errors, which happen once).
     func position(at offset: Int) -> SourcePosition {
         var column = 1
-        var i = lineStart
-        while i < offset {
-            if bytes[i] & 0xC0 != 0x80 { column += 1 }
-            i += 1
-        }
+        for i in lineStart..<offset where bytes[i] & 0xC0 != 0x80 { column += 1 }
         return SourcePosition(line: line, column: column)
     }
 
@@ -155,15 +158,22 @@ private struct Scanner {
 
     // MARK: Values
 
-    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    /// The value that starts here, and where it and its parts start.
+    mutating func parseValue() throws(JSONParseError) -> (JSONValue, SourceMap) {
         skipWhitespace()
         guard index < bytes.count else {
             throw error(.unexpectedEndOfFile, found: "unexpected end of file", expected: Self.anyValue)
         }
-        valuePositions[path] = position
+        let position = here()
         switch bytes[index] {
-        case UInt8(ascii: "{"): return try parseObject()
-        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "{"): return try parseObject(at: position)
+        case UInt8(ascii: "["): return try parseArray(at: position)
+        default: return (try parseScalar(), SourceMap(position: position))
+        }
+    }
+
+    mutating func parseScalar() throws(JSONParseError) -> JSONValue {
+        switch bytes[index] {
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         case let byte where Self.isLetter(byte):
@@ -206,19 +216,15 @@ private struct Scanner {
         }
     }
 
-    mutating func parseObject() throws(JSONParseError) -> JSONValue {
-        let opened = position
+    mutating func parseObject(at opened: SourcePosition) throws(JSONParseError) -> (JSONValue, SourceMap) {
         try enterContainer()
         index += 1
         var members: [(key: String, value: JSONValue)] = []
+        var map = SourceMap(position: opened)
+        // Keys seen so far, for duplicates: searched in `members` while the object is small.
         var seen: [String: SourcePosition] = [:]
-        let close = "'}' to close the object opened at \(opened)"
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            depth -= 1
-            return .object([])
-        }
+        var close: String { "'}' to close the object opened at \(opened)" }
+        if closesEmpty(UInt8(ascii: "}")) { return (.object([]), map) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
@@ -234,18 +240,22 @@ private struct Scanner {
                     index == bytes.count ? .unexpectedEndOfFile : .unexpectedCharacter, found: foundHere(),
                     expected: expected)
             }
-            let keyPosition = position
+            let keyPosition = here()
             let key = try parseString()
-            let memberPath = path.appending(key)
-            if let first = seen[key] {
+            if members.count == 16 {
+                for (offset, member) in members.enumerated() { seen[member.key] = map.children[offset].keyPosition }
+            }
+            let first =
+                members.count < 16
+                ? members.firstIndex { $0.key == key }.map { map.children[$0].keyPosition } : seen[key]
+            if let first {
                 throw JSONParseError(
-                    kind: .duplicateKey, position: keyPosition, path: memberPath,
+                    kind: .duplicateKey, position: keyPosition, path: path.appending(key),
                     found: "duplicate key \(JSONWriter.quoted(key))",
                     expected:
                         "each key at most once in an object; \(JSONWriter.quoted(key)) was first given at \(first)")
             }
-            seen[key] = keyPosition
-            keyPositions[memberPath] = keyPosition
+            if members.count >= 16 { seen[key] = keyPosition }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
                 throw error(
@@ -253,41 +263,25 @@ private struct Scanner {
                     expected: "':' after the key \(JSONWriter.quoted(key))")
             }
             index += 1
-            let outer = path
-            path = memberPath
-            let value = try parseValue()
-            path = outer
+            path.components.append(.key(key))
+            var (value, valueMap) = try parseValue()
+            path.components.removeLast()
             members.append((key, value))
-            skipWhitespace()
-            guard index < bytes.count else {
-                throw error(.unexpectedEndOfFile, found: foundHere(), expected: "',' or " + close)
-            }
-            switch bytes[index] {
-            case UInt8(ascii: ","):
-                index += 1
-            case UInt8(ascii: "}"):
-                index += 1
-                depth -= 1
-                return .object(members)
-            default:
-                let hint = bytes[index] == UInt8(ascii: "\"") ? " (is a ',' missing?)" : ""
-                throw error(.unexpectedCharacter, found: foundHere(), expected: "',' or " + close + hint)
+            valueMap.keyPosition = keyPosition
+            map.children.append(valueMap)
+            if try closes(with: UInt8(ascii: "}"), close, hintAtQuote: " (is a ',' missing?)") {
+                return (.object(members), map)
             }
         }
     }
 
-    mutating func parseArray() throws(JSONParseError) -> JSONValue {
-        let opened = position
+    mutating func parseArray(at opened: SourcePosition) throws(JSONParseError) -> (JSONValue, SourceMap) {
         try enterContainer()
         index += 1
         var elements: [JSONValue] = []
-        let close = "']' to close the array opened at \(opened)"
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            depth -= 1
-            return .array([])
-        }
+        var map = SourceMap(position: opened)
+        var close: String { "']' to close the array opened at \(opened)" }
+        if closesEmpty(UInt8(ascii: "]")) { return (.array([]), map) }
         while true {
             skipWhitespace()
             if !elements.isEmpty, index < bytes.count, bytes[index] == UInt8(ascii: "]") {
@@ -295,235 +289,45 @@ private struct Scanner {
                     .unexpectedCharacter, found: foundHere(),
                     expected: "a value after ',' (trailing commas are not allowed)")
             }
-            let outer = path
-            path = path.appending(index: elements.count)
-            let value = try parseValue()
-            path = outer
+            path.components.append(.index(elements.count))
+            let (value, valueMap) = try parseValue()
+            path.components.removeLast()
             elements.append(value)
-            skipWhitespace()
-            guard index < bytes.count else {
-                throw error(.unexpectedEndOfFile, found: foundHere(), expected: "',' or " + close)
-            }
-            switch bytes[index] {
-            case UInt8(ascii: ","):
-                index += 1
-            case UInt8(ascii: "]"):
-                index += 1
-                depth -= 1
-                return .array(elements)
-            default:
-                throw error(.unexpectedCharacter, found: foundHere(), expected: "',' or " + close)
-            }
+            map.children.append(valueMap)
+            if try closes(with: UInt8(ascii: "]"), close) { return (.array(elements), map) }
         }
     }
 
-    // MARK: Strings
-
-    mutating func parseString() throws(JSONParseError) -> String {
-        let started = position
-        let close = "'\"' to close the string started at \(started)"
+    /// Consumes `closer` right after an opening bracket, leaving the container: whether it is empty.
+    mutating func closesEmpty(_ closer: UInt8) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == closer else { return false }
         index += 1
-        var output: [UInt8] = []
-        while true {
-            guard index < bytes.count else {
-                throw error(.unexpectedEndOfFile, found: "unexpected end of file", expected: close)
-            }
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""):
-                index += 1
-                return String(decoding: output, as: UTF8.self)
-            case UInt8(ascii: "\\"):
-                try parseEscape(into: &output, close: close)
-            case 0x0A, 0x0D:
-                throw error(
-                    .invalidString, found: "a line break inside a string",
-                    expected: close + " on the same line (write a line break inside a string as \\n)")
-            case 0x00..<0x20:
-                throw error(
-                    .invalidString, found: "unescaped control character U+\(hex(UInt32(byte))) in a string",
-                    expected: "an escape such as \\t or \\u\(hex(UInt32(byte)))")
-            case 0x20..<0x80:
-                output.append(byte)
-                index += 1
-            default:
-                guard let (_, length) = decodeScalar(at: index) else {
-                    throw error(
-                        .invalidString, found: "invalid UTF-8 byte 0x\(hex(UInt32(byte), digits: 2)) in a string",
-                        expected: "text encoded as UTF-8")
-                }
-                output.append(contentsOf: bytes[index..<index + length])
-                index += length
-            }
-        }
+        depth -= 1
+        return true
     }
 
-    mutating func parseEscape(into output: inout [UInt8], close: String) throws(JSONParseError) {
-        let escapeStart = index
-        index += 1
+    /// After a member or an element: consumes a `,` (false: more to come) or `closer`, leaving the
+    /// container (true); anything else is an error expecting either, `close` saying where the container
+    /// was opened (with `hintAtQuote` added when a `"` stands there instead).
+    mutating func closes(
+        with closer: UInt8, _ close: @autoclosure () -> String, hintAtQuote: String = ""
+    ) throws(JSONParseError) -> Bool {
+        skipWhitespace()
         guard index < bytes.count else {
-            throw error(.unexpectedEndOfFile, found: "unexpected end of file", expected: close)
+            throw error(.unexpectedEndOfFile, found: foundHere(), expected: "',' or " + close())
         }
-        let simple: UInt8? =
-            switch bytes[index] {
-            case UInt8(ascii: "\""): 0x22
-            case UInt8(ascii: "\\"): 0x5C
-            case UInt8(ascii: "/"): 0x2F
-            case UInt8(ascii: "b"): 0x08
-            case UInt8(ascii: "f"): 0x0C
-            case UInt8(ascii: "n"): 0x0A
-            case UInt8(ascii: "r"): 0x0D
-            case UInt8(ascii: "t"): 0x09
-            default: nil
-            }
-        if let simple {
-            output.append(simple)
+        switch bytes[index] {
+        case UInt8(ascii: ","):
             index += 1
-            return
-        }
-        guard bytes[index] == UInt8(ascii: "u") else {
-            let shown =
-                bytes[index] < 0x80 && bytes[index] >= 0x20 ? String(Character(Unicode.Scalar(bytes[index]))) : "?"
-            throw error(
-                .invalidString, at: escapeStart, found: "invalid escape '\\\(shown)' in a string",
-                expected: "one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\u followed by four hexadecimal digits")
-        }
-        index += 1
-        let first = try hexQuad(escapeStart: escapeStart)
-        var scalarValue = UInt32(first)
-        switch first {
-        case 0xD800...0xDBFF:
-            let lowStart = index
-            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
-            else {
-                throw error(
-                    .invalidString, at: escapeStart, found: "lone surrogate \\u\(hex(UInt32(first))) in a string",
-                    expected: "a low surrogate \\uDC00 to \\uDFFF right after a high surrogate")
-            }
-            index += 2
-            let second = try hexQuad(escapeStart: lowStart)
-            guard (0xDC00...0xDFFF).contains(second) else {
-                throw error(
-                    .invalidString, at: escapeStart, found: "lone surrogate \\u\(hex(UInt32(first))) in a string",
-                    expected: "a low surrogate \\uDC00 to \\uDFFF right after a high surrogate")
-            }
-            scalarValue = 0x10000 + ((UInt32(first) - 0xD800) << 10) + (UInt32(second) - 0xDC00)
-        case 0xDC00...0xDFFF:
-            throw error(
-                .invalidString, at: escapeStart, found: "lone surrogate \\u\(hex(UInt32(first))) in a string",
-                expected: "a high surrogate \\uD800 to \\uDBFF before a low surrogate")
+            return false
+        case closer:
+            index += 1
+            depth -= 1
+            return true
         default:
-            break
+            let hint = bytes[index] == UInt8(ascii: "\"") ? hintAtQuote : ""
+            throw error(.unexpectedCharacter, found: foundHere(), expected: "',' or " + close() + hint)
         }
-        let scalar = Unicode.Scalar(scalarValue)!
-        output.append(contentsOf: Array(String(Character(scalar)).utf8))
-    }
-
-    mutating func hexQuad(escapeStart: Int) throws(JSONParseError) -> UInt16 {
-        var value: UInt16 = 0
-        for _ in 0..<4 {
-            guard index < bytes.count else {
-                throw error(
-                    .unexpectedEndOfFile, found: "unexpected end of file", expected: "four hexadecimal digits after \\u"
-                )
-            }
-            let byte = bytes[index]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default:
-                throw error(
-                    .invalidString, at: escapeStart, found: "invalid \\u escape in a string",
-                    expected: "four hexadecimal digits after \\u, such as \\u00E9")
-            }
-            value = value << 4 | UInt16(digit)
-            index += 1
-        }
-        return value
-    }
-
-    /// The scalar encoded in valid UTF-8 at `offset` and its length in bytes; `nil` for invalid UTF-8
-    /// (bad lead or continuation bytes, overlong forms, surrogates, values above U+10FFFF).
-    func decodeScalar(at offset: Int) -> (Unicode.Scalar, Int)? {
-        let lead = bytes[offset]
-        let length: Int
-        var value: UInt32
-        switch lead {
-        case 0x00..<0x80: return (Unicode.Scalar(lead), 1)
-        case 0xC2...0xDF: (length, value) = (2, UInt32(lead & 0x1F))
-        case 0xE0...0xEF: (length, value) = (3, UInt32(lead & 0x0F))
-        case 0xF0...0xF4: (length, value) = (4, UInt32(lead & 0x07))
-        default: return nil
-        }
-        guard offset + length <= bytes.count else { return nil }
-        for i in 1..<length {
-            let byte = bytes[offset + i]
-            guard byte & 0xC0 == 0x80 else { return nil }
-            value = value << 6 | UInt32(byte & 0x3F)
-        }
-        let minimum: UInt32 = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000
-        guard value >= minimum, let scalar = Unicode.Scalar(value) else { return nil }
-        return (scalar, length)
-    }
-
-    // MARK: Numbers
-
-    mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
-        let start = index
-        func isDigit(_ offset: Int) -> Bool {
-            offset < bytes.count && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[offset])
-        }
-        if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard isDigit(index) else {
-            throw error(
-                .invalidNumber, found: index < bytes.count ? foundHere() : "unexpected end of file",
-                expected: "a digit after '-'")
-        }
-        if bytes[index] == UInt8(ascii: "0"), isDigit(index + 1) {
-            var end = index
-            while isDigit(end) { end += 1 }
-            let literal = String(decoding: bytes[start..<end], as: UTF8.self)
-            throw error(
-                .invalidNumber, at: start, found: "the number \(literal) with a leading zero",
-                expected: "a number without leading zeros")
-        }
-        while isDigit(index) { index += 1 }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            guard isDigit(index) else {
-                throw error(
-                    .invalidNumber, found: index < bytes.count ? foundHere() : "unexpected end of file",
-                    expected: "a digit after the decimal point")
-            }
-            while isDigit(index) { index += 1 }
-        }
-        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
-                index += 1
-            }
-            guard isDigit(index) else {
-                throw error(
-                    .invalidNumber, found: index < bytes.count ? foundHere() : "unexpected end of file",
-                    expected: "a digit in the exponent")
-            }
-            while isDigit(index) { index += 1 }
-        }
-        let literal = String(decoding: bytes[start..<index], as: UTF8.self)
-        if index < bytes.count, Self.isLetter(bytes[index]) || bytes[index] == UInt8(ascii: "%") {
-            let suffix = bytes[index] == UInt8(ascii: "%") ? "%" : word(at: index)
-            throw error(
-                .invalidNumber, found: "unexpected '\(suffix)' right after the number \(literal)",
-                expected:
-                    "',', '}' or ']' after a number (a value with a unit is a string, such as \"\(literal)\(suffix)\")")
-        }
-        guard let value = Double(literal), value.isFinite else {
-            throw error(
-                .invalidNumber, at: start, found: "the number \(literal), which is too large",
-                expected: "a number within the range of a 64-bit floating-point value")
-        }
-        return JSONNumber(value: value, literal: literal)
     }
 }

@@ -53,7 +53,7 @@ public struct JSONNumber: Sendable, Equatable, CustomStringConvertible, Expressi
 /// A JSON value (RFC 8259). Objects keep their members in document order.
 ///
 /// Equality is structural: members are compared in order, numbers by value.
-public indirect enum JSONValue: Sendable, Equatable, CustomStringConvertible {
+public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
     /// An object; its keys are unique (the parser refuses duplicates) and in document order.
     case object([(key: String, value: JSONValue)])
     /// An array.

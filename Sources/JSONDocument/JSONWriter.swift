@@ -34,37 +34,39 @@ public enum JSONWriter {
     private static func write(_ value: JSONValue, into output: inout String, indent: Int?, level: Int) {
         switch value {
         case .object(let members):
-            guard !members.isEmpty else {
-                output += "{}"
-                return
-            }
-            output += "{"
-            for (offset, member) in members.enumerated() {
-                if offset > 0 { output += "," }
-                newline(&output, indent: indent, level: level + 1)
+            writeContainer("{", "}", members, into: &output, indent: indent, level: level) { member, output in
                 output += quoted(member.key) + (indent == nil ? ":" : ": ")
                 write(member.value, into: &output, indent: indent, level: level + 1)
             }
-            newline(&output, indent: indent, level: level)
-            output += "}"
         case .array(let elements):
-            guard !elements.isEmpty else {
-                output += "[]"
-                return
-            }
-            output += "["
-            for (offset, element) in elements.enumerated() {
-                if offset > 0 { output += "," }
-                newline(&output, indent: indent, level: level + 1)
+            writeContainer("[", "]", elements, into: &output, indent: indent, level: level) { element, output in
                 write(element, into: &output, indent: indent, level: level + 1)
             }
-            newline(&output, indent: indent, level: level)
-            output += "]"
         case .string(let string): output += quoted(string)
         case .number(let number): output += number.literal
         case .bool(let bool): output += bool ? "true" : "false"
         case .null: output += "null"
         }
+    }
+
+    /// `open`, the items written by `writeItem` and separated by commas (one a line, when indented), `close`;
+    /// `open` and `close` together when there are no items.
+    private static func writeContainer<Item>(
+        _ open: String, _ close: String, _ items: [Item], into output: inout String, indent: Int?, level: Int,
+        writeItem: (Item, inout String) -> Void
+    ) {
+        output += open
+        guard !items.isEmpty else {
+            output += close
+            return
+        }
+        for (offset, item) in items.enumerated() {
+            if offset > 0 { output += "," }
+            newline(&output, indent: indent, level: level + 1)
+            writeItem(item, &output)
+        }
+        newline(&output, indent: indent, level: level)
+        output += close
     }
 
     private static func newline(_ output: inout String, indent: Int?, level: Int) {

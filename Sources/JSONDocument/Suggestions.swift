@@ -44,3 +44,22 @@ public enum Suggestions {
         return best?.candidate
     }
 }
+
+extension Suggestions {
+    /// ` (did you mean "delay"?)` for the candidate nearest to `word` (or the candidate `aliases` gives for
+    /// the lowercased word), or `""` when none is near enough.
+    public static func didYouMean(_ word: String, in candidates: [String], aliases: [String: String] = [:]) -> String {
+        guard let suggestion = aliases[word.lowercased()] ?? closest(to: word, in: candidates) else { return "" }
+        return " (did you mean \(JSONWriter.quoted(suggestion))?)"
+    }
+
+    /// The choices for a message: `"a"`, `"a" or "b"`, `one of "a", "b", "c"`.
+    public static func alternatives(_ choices: [String]) -> String {
+        let quoted = choices.map(JSONWriter.quoted)
+        switch quoted.count {
+        case 1: return quoted[0]
+        case 2: return quoted[0] + " or " + quoted[1]
+        default: return "one of " + quoted.joined(separator: ", ")
+        }
+    }
+}

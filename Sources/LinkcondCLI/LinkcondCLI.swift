@@ -4,6 +4,7 @@ import PathMonitor
 import Scenarios
 import Timeline
 import Glibc
+import JSONDocument
 import NetNamespace
 import Responders
 import RouteNetlink
@@ -61,16 +62,14 @@ public enum LinkcondCLI {
         } catch let error as PathMonitorError {
             Output.error(error.description)
             return 1
-        } catch let error as ScenarioError {
+        } catch let error as DocumentError {
+            // A profile or scenario that was refused (ProfileError and ScenarioError are DocumentError).
             Output.error(error.description)
             return 1
         } catch let error as LabError {
             Output.error(error.description)
             return 1
         } catch let error as TimelineError {
-            Output.error(error.description)
-            return 1
-        } catch let error as ProfileError {
             Output.error(error.description)
             return 1
         } catch let error as CommandFailure {

@@ -97,6 +97,9 @@ extension NetlinkMessage {
         guard let code = payload.load(Int32.self, at: 0) else {
             throw NetlinkError(kind: .malformed, operation: operation, detail: "error message without an error code")
         }
+        guard code != .min else {
+            throw NetlinkError(kind: .malformed, operation: operation, detail: "error code \(code) is not an errno")
+        }
         var tlvStart: Int
         if type == Self.done {
             tlvStart = 4

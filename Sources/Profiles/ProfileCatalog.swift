@@ -143,11 +143,7 @@ enum ProfileFiles {
 
     /// The contents of `path`.
     static func read(_ path: String) throws(ProfileError) -> [UInt8] {
-        do {
-            return try DocumentFile.read(path, maximumSize: maximumSize)
-        } catch {
-            throw ProfileError(.unreadable, file: path, problem: error.problem, expected: error.tooLarge ? "a profile file" : nil)
-        }
+        try DocumentFile.read(path, maximumSize: maximumSize, expected: "a profile file")
     }
 
     /// The names in `directory`, without `.` and `..`.

@@ -15,11 +15,23 @@ import JSONDocument
 /// - Percentages: a number from 0 to 100 followed by `%` (a bare `"0"` is accepted too).
 ///
 /// Values must come out whole in the model's unit: `"1.5ms"` is 1 500 000 ns, but `"0.5ns"` is refused.
+///
+/// Reading a quantity refuses only what is not a quantity or what the model cannot hold (a negative value,
+/// more than `UInt64.max`). The ranges a value must lie in (at most 4294 s, at most 100%, at least 8 bit/s)
+/// are checked by the validators (``ProfileParser/validate(_:)``), from the limits here.
 public enum Quantity {
     /// The largest time: 4294 s, in nanoseconds (tc keeps times as 32-bit microsecond counts).
     public static let maximumTime: UInt64 = 4294 * 1_000_000_000
     /// The lowest rate: 8 bit/s, one byte per second (netem counts whole bytes per second).
     public static let minimumRate: UInt64 = 8
+
+    /// The range of times, for messages.
+    public static let timeRange = "a time from 0 to 4294s"
+    /// The range of percentages, for messages.
+    public static let percentageRange = "a percentage from 0% to 100%"
+    /// The range of rates, for messages.
+    public static let rateRange =
+        "a rate of at least 8bit (one byte per second); leave \"rate\" out for an unlimited link"
 
     /// What a rate looks like, for messages.
     public static let rateExpectation =
@@ -30,7 +42,7 @@ public enum Quantity {
     /// What a percentage looks like, for messages.
     public static let percentageExpectation = "a percentage such as \"1%\" or \"0.5%\""
 
-    /// A rate in bits per second: `"240kbit"` is 240 000.
+    /// A rate in bits per second: `"240kbit"` is 240 000 (`"4bit"` is 4: the validator refuses it).
     public static func rate(_ text: String) throws(QuantityError) -> UInt64 {
         let parts = try split(text, expectation: rateExpectation, noun: "rate")
         let unit = parts.unit.lowercased()
@@ -50,15 +62,11 @@ public enum Quantity {
             throw QuantityError(
                 .outOfRange, problem: "\(quoted(text)) is out of range", expected: "a rate of at most \(UInt64.max)bit")
         }
-        guard bits >= UInt128(minimumRate) else {
-            throw QuantityError(
-                .outOfRange, problem: "\(quoted(text)) is too low",
-                expected: "a rate of at least 8bit (one byte per second); leave \"rate\" out for an unlimited link")
-        }
         return UInt64(bits)
     }
 
-    /// A time in nanoseconds: `"400ms"` is 400 000 000.
+    /// A time in nanoseconds: `"400ms"` is 400 000 000 (`"5000s"` is 5 000 000 000 000: the validator
+    /// refuses it).
     public static func time(_ text: String) throws(QuantityError) -> UInt64 {
         if text == "0" { return 0 }
         let parts = try split(text, expectation: timeExpectation, noun: "time")
@@ -76,24 +84,22 @@ public enum Quantity {
                     ?? (lowered.count > 1 ? Suggestions.closest(to: lowered, in: ["ns", "us", "ms", "s"]) : nil)
             throw unknownUnit(text, parts: parts, suggestion: suggestion, expected: timeExpectation)
         }
-        guard parts.number.isAtMost(UInt128(maximumTime)) else {
-            throw QuantityError(
-                .outOfRange, problem: "\(quoted(text)) is out of range", expected: "a time from 0 to 4294s")
+        guard parts.number.isAtMost(UInt128(UInt64.max)) else {
+            throw QuantityError(.outOfRange, problem: "\(quoted(text)) is out of range", expected: timeRange)
         }
         guard let nanoseconds = parts.number.whole(times: multiplier) else {
             throw QuantityError(
                 .invalid, problem: "\(quoted(text)) is not a whole number of nanoseconds",
                 expected: "a time in whole nanoseconds")
         }
-        guard nanoseconds <= UInt128(maximumTime) else {
-            throw QuantityError(
-                .outOfRange, problem: "\(quoted(text)) is out of range", expected: "a time from 0 to 4294s")
+        guard nanoseconds <= UInt128(UInt64.max) else {
+            throw QuantityError(.outOfRange, problem: "\(quoted(text)) is out of range", expected: timeRange)
         }
         return UInt64(nanoseconds)
     }
 
-    /// A percentage as a fraction from 0 to 1: `"25%"` is 0.25 (the decimal moved two places, then
-    /// rounded once to the nearest `Double`, so `"7%"` is exactly `0.07`).
+    /// A percentage as a fraction: `"25%"` is 0.25 (the decimal moved two places, then rounded once to the
+    /// nearest `Double`, so `"7%"` is exactly `0.07`); `"150%"` is 1.5, which the validator refuses.
     public static func percentage(_ text: String) throws(QuantityError) -> Double {
         if text == "0" { return 0 }
         let parts = try split(text, expectation: percentageExpectation, noun: "percentage")
@@ -104,10 +110,6 @@ public enum Quantity {
                     expected: "a percentage with %, such as \(quoted(parts.numberText + "%"))")
             }
             throw unknownUnit(text, parts: parts, suggestion: "%", expected: percentageExpectation)
-        }
-        guard parts.number.isAtMost(100) else {
-            throw QuantityError(
-                .outOfRange, problem: "\(quoted(text)) is out of range", expected: "a percentage from 0% to 100%")
         }
         return Double(parts.number.shifted(by: -2))!
     }
@@ -244,8 +246,8 @@ public enum Quantity {
             let range =
                 switch noun {
                 case "rate": "a rate of at least 8bit"
-                case "time": "a time from 0 to 4294s"
-                default: "a percentage from 0% to 100%"
+                case "time": timeRange
+                default: percentageRange
                 }
             if (try? split(positive, expectation: expectation, noun: noun)) != nil {
                 throw QuantityError(.outOfRange, problem: "\(quoted(text)) is negative", expected: range)
@@ -290,7 +292,7 @@ public struct QuantityError: Error, Sendable, Equatable, CustomStringConvertible
         case invalid
         /// A unit that can be read two ways (`kbps`, `KB/s`, a bare number).
         case ambiguousUnit
-        /// A well-formed value outside the allowed range (`"150%"`, `"-5ms"`).
+        /// A well-formed value the model cannot hold (`"-5ms"`, `"99999999999gbit"`).
         case outOfRange
     }
 
@@ -311,82 +313,13 @@ public struct QuantityError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { "\(problem): expected \(expected)" }
 }
 
-/// A non-negative decimal number kept exactly: `digits` × 10^-`scale`.
-struct ExactDecimal {
-    var digits: UInt128
-    var scale: Int
-
-    private static let limit: UInt128 = 1_000_000_000_000_000_000_000_000_000_000
-
-    /// Reads `[0-9]+(\.[0-9]+)?`; `nil` beyond 30 significant digits or 30 decimal places (trailing
-    /// zeros aside).
-    init?(_ text: String) {
-        var digits: UInt128 = 0
-        var scale = 0
-        var seenPoint = false
-        for scalar in text.unicodeScalars {
-            if scalar == "." {
-                seenPoint = true
-                continue
-            }
-            digits = digits * 10 + UInt128(scalar.value - 48)
-            if seenPoint { scale += 1 }
-            if digits >= Self.limit { return nil }
+extension QuantityError: DocumentValueError {
+    /// The kind of the error in a document: `.invalidValue`, `.ambiguousUnit` or `.outOfRange`.
+    public var documentKind: DocumentError.Kind {
+        switch kind {
+        case .invalid: .invalidValue
+        case .ambiguousUnit: .ambiguousUnit
+        case .outOfRange: .outOfRange
         }
-        while scale > 0, digits % 10 == 0 {
-            digits /= 10
-            scale -= 1
-        }
-        guard scale <= 30 else { return nil }
-        self.digits = digits
-        self.scale = scale
-    }
-
-    /// The number times `multiplier`, if that is a whole number that fits.
-    func whole(times multiplier: UInt128) -> UInt128? {
-        let (product, overflow) = digits.multipliedReportingOverflow(by: multiplier)
-        if overflow { return nil }
-        var divisor: UInt128 = 1
-        for _ in 0..<scale { divisor *= 10 }
-        guard product % divisor == 0 else { return nil }
-        return product / divisor
-    }
-
-    /// Whether the number is at most `limit`.
-    func isAtMost(_ limit: UInt128) -> Bool {
-        var divisor: UInt128 = 1
-        for _ in 0..<scale { divisor *= 10 }
-        let whole = digits / divisor
-        return whole < limit || (whole == limit && digits % divisor == 0)
-    }
-
-    /// The number times 10^`places`, as plain decimal text: 12.5 shifted by -2 is "0.125".
-    func shifted(by places: Int) -> String {
-        Self.text(digits: "\(digits)", scale: scale - places)
-    }
-
-    /// `digits` × 10^-`scale` as plain decimal text without superfluous zeros: ("125", 3) → "0.125",
-    /// ("25", -1) → "250", ("2500", 2) → "25".
-    static func text(digits: String, scale: Int) -> String {
-        var digits = Array(digits.drop { $0 == "0" })
-        if digits.isEmpty { return "0" }
-        var scale = scale
-        if scale < 0 {
-            digits += Array(repeating: "0", count: -scale)
-            scale = 0
-        }
-        if digits.count <= scale {
-            digits = Array(repeating: "0", count: scale - digits.count + 1) + digits
-        }
-        var whole = String(digits[..<(digits.count - scale)])
-        var fraction = String(digits[(digits.count - scale)...])
-        while fraction.hasSuffix("0") { fraction.removeLast() }
-        if whole.isEmpty { whole = "0" }
-        return fraction.isEmpty ? whole : whole + "." + fraction
-    }
-
-    /// The number times 8, written as a decimal: 240 → "1920", 1.5 → "12".
-    var timesEight: String {
-        Self.text(digits: "\(digits * 8)", scale: scale)
     }
 }

@@ -33,7 +33,7 @@ final class JSONObjectReaderTests: XCTestCase {
             XCTFail("finished")
         } catch {
             XCTAssertEqual(error.kind, .unknownKey)
-            XCTAssertEqual(error.path.description, "$.downlink.dealy")
+            XCTAssertEqual(error.path?.description, "$.downlink.dealy")
             XCTAssertEqual(error.position, SourcePosition(line: 4, column: 5))
             XCTAssertEqual(
                 error.description,
@@ -53,8 +53,8 @@ final class JSONObjectReaderTests: XCTestCase {
         var other = try JSONParser.parse(#"{"zzzzzz": 1}"#).root.object(expected: "an object")
         _ = other.take("rate")
         XCTAssertThrowsError(try other.finish()) { error in
-            XCTAssertEqual((error as? JSONReadError)?.problem, #"unknown key "zzzzzz""#)
-            XCTAssertEqual((error as? JSONReadError)?.expected, #"only the key "rate""#)
+            XCTAssertEqual((error as? DocumentError)?.problem, #"unknown key "zzzzzz""#)
+            XCTAssertEqual((error as? DocumentError)?.expected, #"only the key "rate""#)
         }
     }
 
@@ -78,7 +78,7 @@ final class JSONObjectReaderTests: XCTestCase {
         var reader = try downlink()
         let rate = try XCTUnwrap(reader.take("rate"))
         XCTAssertThrowsError(try rate.string(expected: #"a rate as a string, such as "240kbit""#)) { error in
-            let error = error as? JSONReadError
+            let error = error as? DocumentError
             XCTAssertEqual(error?.kind, .wrongType)
             XCTAssertEqual(
                 error?.description,
@@ -86,7 +86,7 @@ final class JSONObjectReaderTests: XCTestCase {
             )
         }
         XCTAssertThrowsError(try rate.object(expected: "an object")) { error in
-            XCTAssertEqual((error as? JSONReadError)?.kind, .wrongType)
+            XCTAssertEqual((error as? DocumentError)?.kind, .wrongType)
         }
         XCTAssertThrowsError(try rate.bool(expected: "true or false"))
         XCTAssertEqual(try rate.integer(UInt32.self, expected: "packets"), 240)
@@ -97,16 +97,16 @@ final class JSONObjectReaderTests: XCTestCase {
         let gaps = try XCTUnwrap(reader.take("gaps")).array(expected: "an array")
         XCTAssertEqual(try gaps[0].integer(Int.self, expected: "a gap"), 1)
         XCTAssertThrowsError(try gaps[1].integer(Int.self, expected: "a gap")) { error in
-            XCTAssertEqual((error as? JSONReadError)?.problem, "found the number 2.5, which is not a whole number")
-            XCTAssertEqual((error as? JSONReadError)?.kind, .invalidValue)
+            XCTAssertEqual((error as? DocumentError)?.problem, "found the number 2.5, which is not a whole number")
+            XCTAssertEqual((error as? DocumentError)?.kind, .invalidValue)
         }
         XCTAssertThrowsError(try gaps[2].integer(Int.self, expected: "a gap")) { error in
             XCTAssertEqual(
-                (error as? JSONReadError)?.problem, "found the number 1e3, which is not written as a plain integer")
+                (error as? DocumentError)?.problem, "found the number 1e3, which is not written as a plain integer")
         }
         let big = try JSONParser.parse("[4294967296, -1]").root.array(expected: "an array")
         XCTAssertThrowsError(try big[0].integer(UInt32.self, expected: "a u32")) { error in
-            XCTAssertEqual((error as? JSONReadError)?.problem, "found the number 4294967296, which is out of range")
+            XCTAssertEqual((error as? DocumentError)?.problem, "found the number 4294967296, which is out of range")
         }
         XCTAssertThrowsError(try big[1].integer(UInt32.self, expected: "a u32"))
     }
@@ -114,9 +114,9 @@ final class JSONObjectReaderTests: XCTestCase {
     func testRequireReportsMissingKeyAtTheObject() throws {
         var reader = try downlink()
         XCTAssertThrowsError(try reader.require("amount", expected: #"{"amount": "50ms"}"#)) { error in
-            let error = error as? JSONReadError
+            let error = error as? DocumentError
             XCTAssertEqual(error?.kind, .missingKey)
-            XCTAssertEqual(error?.path.description, "$.downlink")
+            XCTAssertEqual(error?.path?.description, "$.downlink")
             XCTAssertEqual(error?.position, SourcePosition(line: 3, column: 15))
             XCTAssertEqual(error?.problem, #"missing key "amount""#)
         }
@@ -125,7 +125,7 @@ final class JSONObjectReaderTests: XCTestCase {
     func testRootThatIsNotAnObject() throws {
         XCTAssertThrowsError(try JSONParser.parse(#""edge""#).root.object(expected: "a profile")) { error in
             XCTAssertEqual(
-                (error as? JSONReadError)?.description,
+                (error as? DocumentError)?.description,
                 #"$ (line 1, column 1): found the string "edge": expected a profile"#)
         }
     }

@@ -168,9 +168,19 @@ final class JSONParserTests: XCTestCase {
     }
 
     func testEmptyDocument() throws {
-        let error = try XCTUnwrap(parseError("  \n"))
+        let empty = try XCTUnwrap(parseError(""))
+        XCTAssertEqual(empty.kind, .unexpectedEndOfFile)
+        XCTAssertEqual(empty.description, "unexpected end of file at line 1, column 1: expected a JSON value (the file is empty)")
+        XCTAssertEqual(
+            try XCTUnwrap(parseError(bytes: [0xEF, 0xBB, 0xBF])).expected, "a JSON value (the file is empty)")
+    }
+
+    func testWhitespaceOnlyDocumentSaysSo() throws {
+        let error = try XCTUnwrap(parseError("  \n\t\r\n "))
         XCTAssertEqual(error.kind, .unexpectedEndOfFile)
-        XCTAssertEqual(error.expected, "a JSON value (the file is empty)")
+        XCTAssertEqual(
+            error.description,
+            "the file contains only whitespace at line 1, column 1: expected a JSON value, such as an object in braces")
     }
 
     func testUnexpectedCharacters() throws {
@@ -304,5 +314,58 @@ final class JSONParserTests: XCTestCase {
         }
         // The default limit keeps a hostile document from exhausting the stack.
         XCTAssertEqual(try XCTUnwrap(parseError(String(repeating: "[", count: 100_000))).kind, .tooDeep)
+    }
+}
+
+extension JSONParserTests {
+    /// Positions on one very long line (a minified document) are exact: each is counted on from the last.
+    func testPositionsOnALongMinifiedLine() throws {
+        let count = 20_000
+        var text = "{\"é\": ["
+        for index in 0..<count { text += (index > 0 ? "," : "") + "{\"k\":\"ü\(index)\"}" }
+        text += "], \"end\": true}"
+        let parsed = try JSONParser.parse(text)
+        let list = JSONPath.root.appending("é")
+        // `{"é": [` is 7 columns; each element before index i is `{"k":"üN"},` (10 columns + digits of N).
+        var column = 8
+        for index in 0..<count {
+            let element = list.appending(index: index)
+            if index % 997 == 0 || index == count - 1 {
+                XCTAssertEqual(parsed.position(of: element), SourcePosition(line: 1, column: column), "\(index)")
+                XCTAssertEqual(
+                    parsed.position(of: element.appending("k")), SourcePosition(line: 1, column: column + 5), "\(index)")
+            }
+            column += 10 + String(index).count
+        }
+        XCTAssertEqual(parsed.keyPosition(of: JSONPath.root.appending("end")), SourcePosition(line: 1, column: column + 2))
+        // An error after it is placed exactly too.
+        let error = try XCTUnwrap(parseError(String(text.dropLast()) + ",}"))
+        XCTAssertEqual(error.position, SourcePosition(line: 1, column: column + 14))
+    }
+}
+
+extension JSONParserTests {
+    /// Duplicates are found in small objects (searched member by member) and large ones (by a table).
+    func testDuplicateKeysInLargeObjects() throws {
+        for count in [3, 16, 17, 40] {
+            let keys = (0..<count).map { "\"k\($0)\": \($0)" }
+            XCTAssertNoThrow(try JSONParser.parse("{" + keys.joined(separator: ",") + "}"), "\(count)")
+            for duplicate in [0, count - 1] {
+                let text = "{" + keys.joined(separator: ",") + ",\n\"k\(duplicate)\": 0}"
+                let error = try XCTUnwrap(parseError(text), "\(count) keys, k\(duplicate) again")
+                XCTAssertEqual(error.kind, .duplicateKey)
+                XCTAssertEqual(error.position, SourcePosition(line: 2, column: 1))
+                let first = 2 + keys[..<duplicate].reduce(0) { $0 + $1.count + 1 }
+                XCTAssertEqual(
+                    error.expected,
+                    "each key at most once in an object; \"k\(duplicate)\" was first given at line 1, column \(first)")
+            }
+        }
+    }
+
+    /// Strings without escapes are taken as they are; with escapes, the text around them is kept.
+    func testStringsAroundEscapes() throws {
+        let parsed = try parse(#"["plain é", "a\"b\\c\u00e9d😀e", "\n", "x\ty"]"#.replacingOccurrences(of: "\t", with: "\\t"))
+        XCTAssertEqual(parsed.value, .array([.string("plain é"), .string("a\"b\\céd😀e"), .string("\n"), .string("x\ty")]))
     }
 }

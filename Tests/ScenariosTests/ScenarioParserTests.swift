@@ -712,5 +712,178 @@ final class ScenarioParserTests: XCTestCase {
             XCTAssertEqual(error.description, "/nonexistent/scenario.json: cannot read the file: No such file or directory")
         }
     }
+
+    func testAFIFOIsRefusedAtOnce() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("scenario-fifo-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let fifo = folder + "/run.json"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let run = unblockingFIFO(fifo) { () -> String in
+            do throws(ScenarioError) {
+                return "loaded \(try ScenarioParser.load(path: fifo, profileExists: { _ in true }))"
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(run, "\(fifo): it is a FIFO, not a regular file: expected a scenario file")
+
+        // A step that applies a profile "file" that is a FIFO.
+        let source = folder + "/s.json"
+        let text = "{\n  \"name\": \"s\",\n  \"steps\": [\n    {\"name\": \"x\", \"apply\": \"run.json\", \"hold\": \"1s\"}\n  ]\n}\n"
+        let step = unblockingFIFO(fifo) { () -> String in
+            do throws(ScenarioError) {
+                let catalog = ProfileCatalog(directory: folder)
+                return "parsed \(try ScenarioParser.parse(text: text, source: source, catalog: catalog))"
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(
+            step,
+            "\(source): $.steps[0].apply (line 4, column 28): profile \"run.json\": it is a FIFO, not a regular file: "
+                + "expected a readable profile file")
+    }
+
+    func testWhitespaceOnlyFileSaysSo() {
+        assertError(
+            parseError(" \n\t\n"), .syntax, path: "$", line: 1, column: 1, problem: "the file contains only whitespace",
+            expected: "a JSON value, such as an object in braces")
+    }
+
+    // MARK: Writing and reading back
+
+    /// `scenarios/` and `profiles/` in the source tree.
+    private static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func testEveryShippedScenarioReadsBackFromWhatIsWritten() throws {
+        let directory = Self.root.appendingPathComponent("scenarios").path
+        let catalog = ProfileCatalog(directory: Self.root.appendingPathComponent("profiles").path)
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }
+        XCTAssertGreaterThanOrEqual(files.count, 5)
+        for file in files {
+            let path = directory + "/" + file
+            let scenario = try ScenarioParser.load(path: path, catalog: catalog)
+            let text = ScenarioParser.jsonText(of: scenario)
+            let again = try ScenarioParser.parse(text: text, source: path, catalog: catalog)
+            XCTAssertEqual(again, scenario, text)
+            XCTAssertEqual(ScenarioParser.jsonText(of: again), text, "writing is stable")
+        }
+    }
+
+    func testEverythingReadsBackFromWhatIsWritten() throws {
+        let source = "/lab/scenarios/all.json"
+        let scenario = Scenario(
+            name: "all", description: "every action, rule and setting", cellular: true,
+            probe: ProbeSettingsOverride(interval: 500_000_000, timeout: s(4), failureThreshold: 3, backoffMax: s(2)),
+            steps: [
+                ScenarioStep(name: "a", action: .apply(profile: "lte"), hold: s(1)),
+                ScenarioStep(name: "mine", action: .apply(profile: "/lab/scenarios/p/mine.json"), hold: s(1)),
+                ScenarioStep(name: "abs", action: .apply(profile: "/elsewhere/x.json"), hold: s(1)),
+                ScenarioStep(name: "no-suffix", action: .apply(profile: "/lab/scenarios/lte"), hold: s(1)),
+                ScenarioStep(name: "b", action: .clear, hold: 0),
+                ScenarioStep(name: "c", action: .linkDown(side: .router, link: .wifi), hold: s(2)),
+                ScenarioStep(name: "d", action: .linkUp(side: .client, link: .cellular), hold: 1_500_000),
+                ScenarioStep(name: "e", action: .removeAddress(link: .cellular), hold: s(1)),
+                ScenarioStep(name: "f", action: .restoreAddress(link: .wifi), hold: s(1)),
+                ScenarioStep(name: "g", action: .removeDefaultRoute(link: .wifi), hold: s(1)),
+                ScenarioStep(name: "h", action: .restoreDefaultRoute(link: .cellular), hold: s(1)),
+                ScenarioStep(name: "i", action: .portal(on: true), hold: s(1)),
+                ScenarioStep(name: "j", action: .portal(on: false), hold: s(1)),
+                ScenarioStep(name: "k", action: .handover(to: .cellular), hold: s(1)),
+                ScenarioStep(name: "l", action: .handover(to: .wifi), hold: s(1)),
+                ScenarioStep(name: "m", action: .wait, hold: s(3)),
+            ],
+            expectations: [
+                Expectation(name: "r", lane: .reachability, rule: .reaches(state: "offline", within: s(2), afterStep: "c")),
+                Expectation(name: "h", lane: .path, rule: .holds(state: "satisfied", duringStep: "m")),
+                Expectation(name: "g", lane: .app, rule: .holds(state: "ok", duringStep: "m", grace: 250_000_000)),
+            ],
+            source: source)
+        XCTAssertNoThrow(try ScenarioParser.validate(scenario, profileExists: { _ in true }))
+        let text = ScenarioParser.jsonText(of: scenario)
+        XCTAssertTrue(text.contains(#""apply": "p/mine.json""#), "relative to the scenario's folder: \(text)")
+        XCTAssertTrue(text.contains(#""apply": "/elsewhere/x.json""#), text)
+        XCTAssertTrue(text.contains(#""apply": "./lte""#), "still a path, not the catalog's lte: \(text)")
+        var asked: [String] = []
+        XCTAssertEqual(
+            try ScenarioParser.parse(text: text, source: source, profileExists: { asked.append($0); return true }),
+            scenario)
+        XCTAssertEqual(asked, ["lte", "/lab/scenarios/p/mine.json", "/elsewhere/x.json", "/lab/scenarios/lte"])
+    }
+
+    // MARK: Scenarios made in code
+
+    func testValidateAppliesTheRulesOfAFile() {
+        let lte = ScenarioStep(name: "lte", action: .apply(profile: "lte"), hold: s(10))
+        let cases: [(Scenario, ScenarioError.Kind, String, String)] = [
+            (Scenario(name: "t", steps: []), .outOfRange, "$.steps", "the list of steps is empty"),
+            (
+                Scenario(name: "t", steps: [lte, lte]), .duplicateName, "$.steps[1].name",
+                #"a step named "lte" already exists (step 1)"#
+            ),
+            (
+                Scenario(name: "t", steps: [ScenarioStep(name: "x", action: .wait, hold: 5000 * 1_000_000_000)]),
+                .outOfRange, "$.steps[0].hold", "5000s is out of range"
+            ),
+            (
+                Scenario(name: "t", steps: [ScenarioStep(name: "x", action: .handover(to: .wifi), hold: s(1))]),
+                .needsCellular, "$.steps[0].handover",
+                "a handover needs the cellular link, and the scenario does not ask for it"
+            ),
+            (
+                Scenario(
+                    name: "t", steps: [lte],
+                    expectations: [
+                        Expectation(name: "h", lane: .path, rule: .holds(state: "satisfied", duringStep: "lte", grace: s(10)))
+                    ]),
+                .conflict, "$.expectations[0].grace", #"the grace (10 s) leaves nothing of step "lte" (10 s)"#
+            ),
+            (
+                Scenario(
+                    name: "t", steps: [lte],
+                    expectations: [
+                        Expectation(name: "r", lane: .path, rule: .reaches(state: "satisfied", within: s(1), afterStep: "lt"))
+                    ]),
+                .unknownStep, "$.expectations[0].after", #"no step named "lt" (did you mean "lte"?)"#
+            ),
+            (
+                Scenario(name: "t", probe: ProbeSettingsOverride(failureThreshold: 101), steps: [lte]), .outOfRange,
+                "$.probe.failureThreshold", "101 is out of range"
+            ),
+            (Scenario(name: "t", steps: [lte]), .unknownProfile, "$.steps[0].apply", #"no profile named "lte" in the catalog"#),
+        ]
+        for (index, (scenario, kind, path, problem)) in cases.enumerated() {
+            XCTAssertThrowsError(try ScenarioParser.validate(scenario, profileExists: { _ in index != cases.count - 1 }))
+            { error in
+                let error = error as? ScenarioError
+                XCTAssertEqual(error?.kind, kind, path)
+                XCTAssertEqual(error?.path?.description, path)
+                XCTAssertNil(error?.position, path)
+                XCTAssertEqual(error?.problem, problem, path)
+                XCTAssertEqual(error?.file, #"scenario "t""#)
+            }
+        }
+    }
 }
 
+/// `body` runs on a thread of its own. It must not open the FIFO at `path` for reading; if it does (and
+/// blocks, as a plain `open` of a FIFO does), a writer comes and goes so that it returns — with a wrong
+/// answer the test then reports — instead of hanging the suite.
+private func unblockingFIFO<T: Sendable>(_ path: String, _ body: @escaping @Sendable () -> T) -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        box.value = body()
+        done.signal()
+    }.start()
+    while done.wait(timeout: .now() + .milliseconds(20)) == .timedOut {
+        let writer = open(path, O_WRONLY | O_NONBLOCK)
+        if writer >= 0 { close(writer) }
+    }
+    return box.value!
+}
+
+/// What the thread of ``unblockingFIFO(_:_:)`` returns; read only after its semaphore is signalled.
+private final class ResultBox<T>: @unchecked Sendable { var value: T? }

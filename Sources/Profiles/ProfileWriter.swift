@@ -1,0 +1,84 @@
+import JSONDocument
+
+/// Writes a ``Profile`` as JSON in the shortest form of each value (`"240kbit"`, `"25%"`, a string where
+/// the full object would say nothing more), such that reading the text gives the profile back.
+enum ProfileWriter {
+    /// The profile as a JSON object: `name`, then `description`, `downlink`, `uplink` and `dnsDelay` when
+    /// they are not empty or neutral. ``Profile/source`` is not written.
+    static func json(_ profile: Profile) -> JSONValue {
+        var members: [(key: String, value: JSONValue)] = [("name", .string(profile.name))]
+        if !profile.description.isEmpty { members.append(("description", .string(profile.description))) }
+        if profile.downlink != .unconditioned { members.append(("downlink", json(profile.downlink))) }
+        if profile.uplink != .unconditioned { members.append(("uplink", json(profile.uplink))) }
+        if profile.dnsDelay > 0 { members.append(("dnsDelay", .string(Quantity.formatTime(profile.dnsDelay)))) }
+        return .object(members)
+    }
+
+    static func percent(_ fraction: Double) -> JSONValue { .string(Quantity.formatPercentage(fraction)) }
+
+    static func chance(_ probability: Double, correlation: Double) -> JSONValue {
+        if correlation == 0 { return percent(probability) }
+        return .object([("percent", percent(probability)), ("correlation", percent(correlation))])
+    }
+
+    static func json(_ conditions: LinkConditions) -> JSONValue {
+        var members: [(key: String, value: JSONValue)] = []
+        if let rate = conditions.rate { members.append(("rate", .string(Quantity.formatRate(rate)))) }
+        if conditions.delay > 0 { members.append(("delay", .string(Quantity.formatTime(conditions.delay)))) }
+        let amount = JSONValue.string(Quantity.formatTime(conditions.jitter))
+        if conditions.delayCorrelation == 0, conditions.distribution == nil {
+            if conditions.jitter > 0 { members.append(("jitter", amount)) }
+        } else {
+            var jitter: [(key: String, value: JSONValue)] = [("amount", amount)]
+            if conditions.delayCorrelation > 0 { jitter.append(("correlation", percent(conditions.delayCorrelation))) }
+            if let distribution = conditions.distribution {
+                jitter.append(("distribution", .string(distribution.rawValue)))
+            }
+            members.append(("jitter", .object(jitter)))
+        }
+        switch conditions.loss {
+        case nil: break
+        case .random(let probability, let correlation)?:
+            members.append(("loss", chance(probability, correlation: correlation)))
+        case .gilbertElliott(let p, let r, let oneMinusH, let oneMinusK)?:
+            let model: JSONValue = .object([
+                ("p", percent(p)), ("r", percent(r)), ("1-h", percent(oneMinusH)), ("1-k", percent(oneMinusK)),
+            ])
+            members.append(("loss", .object([("gilbertElliott", model)])))
+        case .fourState(let p13, let p31, let p32, let p23, let p14)?:
+            let model: JSONValue = .object([
+                ("p13", percent(p13)), ("p31", percent(p31)), ("p32", percent(p32)), ("p23", percent(p23)),
+                ("p14", percent(p14)),
+            ])
+            members.append(("loss", .object([("fourState", model)])))
+        }
+        if let duplicate = conditions.duplicate {
+            members.append(("duplicate", chance(duplicate.probability, correlation: duplicate.correlation)))
+        }
+        if let corrupt = conditions.corrupt {
+            members.append(("corrupt", chance(corrupt.probability, correlation: corrupt.correlation)))
+        }
+        if let reorder = conditions.reorder {
+            if reorder.correlation == 0, reorder.gap == 1 {
+                members.append(("reorder", percent(reorder.probability)))
+            } else {
+                var object: [(key: String, value: JSONValue)] = [("percent", percent(reorder.probability))]
+                if reorder.correlation > 0 { object.append(("correlation", percent(reorder.correlation))) }
+                if reorder.gap != 1 { object.append(("gap", .number(JSONNumber(Int(reorder.gap))))) }
+                members.append(("reorder", .object(object)))
+            }
+        }
+        if let slot = conditions.slot {
+            var object: [(key: String, value: JSONValue)] = [("min", .string(Quantity.formatTime(slot.minDelay)))]
+            if slot.maxDelay != slot.minDelay { object.append(("max", .string(Quantity.formatTime(slot.maxDelay)))) }
+            if let packets = slot.packets { object.append(("packets", .number(JSONNumber(Int(packets))))) }
+            if let bytes = slot.bytes { object.append(("bytes", .number(JSONNumber(Int(bytes))))) }
+            members.append(("slot", .object(object)))
+        }
+        if let queueLimit = conditions.queueLimit {
+            members.append(("queueLimit", .number(JSONNumber(Int(queueLimit)))))
+        }
+        if conditions.ecn { members.append(("ecn", .bool(true))) }
+        return .object(members)
+    }
+}
