@@ -66,24 +66,27 @@ extension Sandbox {
         }
     }
 
-    /// Removes the client link's addresses (IPv4 and IPv6). Equivalent to `ip -n lc-client addr del ...`.
-    /// The kernel removes routes that depend on them.
-    public func removeAddresses(_ link: ClientLink) throws(SandboxError) {
+    /// Removes the client link's addresses of `family` (nil: IPv4 and IPv6). Equivalent to
+    /// `ip -n lc-client addr del ...`. The kernel removes routes that depend on them.
+    public func removeAddresses(_ link: ClientLink, family: AddressFamily? = nil) throws(SandboxError) {
         let client = try netlink(try namespace(topology.clientNamespace))
         let existing = try addresses(of: link, client)
-        for prefix in [link.subnet.peerIPv4, link.subnet.peerIPv6] where existing.contains(prefix) {
+        for prefix in [link.subnet.peerIPv4, link.subnet.peerIPv6]
+        where existing.contains(prefix) && (family == nil || prefix.address.family == family) {
             try wrap { () throws(RouteNetlinkError) in try client.deleteAddress(prefix, from: link.clientInterface) }
         }
     }
 
-    /// Puts the client link's addresses and default routes back (whatever is missing).
-    public func restoreAddresses(_ link: ClientLink) throws(SandboxError) {
+    /// Puts the client link's addresses and default routes of `family` (nil: both) back, whatever is missing.
+    /// Equivalent to `ip -n lc-client addr add ...` and `ip -n lc-client route add default ...`.
+    public func restoreAddresses(_ link: ClientLink, family: AddressFamily? = nil) throws(SandboxError) {
         let client = try netlink(try namespace(topology.clientNamespace))
         let existing = try addresses(of: link, client)
-        for prefix in [link.subnet.peerIPv4, link.subnet.peerIPv6] where !existing.contains(prefix) {
+        for prefix in [link.subnet.peerIPv4, link.subnet.peerIPv6]
+        where !existing.contains(prefix) && (family == nil || prefix.address.family == family) {
             try wrap { () throws(RouteNetlinkError) in try client.addAddress(prefix, to: link.clientInterface, noDAD: !prefix.address.isIPv4) }
         }
-        try restoreDefaultRoutes(link)
+        try restoreDefaultRoutes(link, family: family)
     }
 
     /// Removes the client link's default routes (IPv4 and IPv6, or only `family`'s). Equivalent to

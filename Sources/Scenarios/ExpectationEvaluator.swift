@@ -25,14 +25,30 @@ public enum ExpectationEvaluator {
         _ expectations: [Expectation], events: [TimelineEvent], steps: [StepRecord]
     ) -> [ExpectationResult] {
         let history = LaneHistory(events)
-        return expectations.map { evaluate($0, history: history, steps: steps) }
+        var families: [AddressFamilyName: LaneHistory] = [:]
+        return expectations.map { expectation in
+            guard let family = expectation.family else { return evaluate(expectation, history: history, steps: steps) }
+            if families[family] == nil { families[family] = LaneHistory(Self.reachability(of: family, in: events)) }
+            return evaluate(expectation, history: families[family]!, steps: steps)
+        }
+    }
+
+    /// The reachability lane as one family saw it: each prober update's state for `family` (the `ipv4` or
+    /// `ipv6` detail) as the event's state; updates that do not report the family set none.
+    static func reachability(of family: AddressFamilyName, in events: [TimelineEvent]) -> [TimelineEvent] {
+        events.compactMap { event in
+            guard event.lane == .reachability else { return event }
+            var perFamily = event
+            perFamily.state = event.details[family.rawValue]?.string
+            return perFamily.state == nil ? nil : perFamily
+        }
     }
 
     /// The result of one expectation.
     public static func evaluate(
         _ expectation: Expectation, events: [TimelineEvent], steps: [StepRecord]
     ) -> ExpectationResult {
-        evaluate(expectation, history: LaneHistory(events), steps: steps)
+        evaluate([expectation], events: events, steps: steps)[0]
     }
 
     /// The state of `lane` at `time`: the state of the latest event on that lane with a state at or before

@@ -248,9 +248,10 @@ public final class LinkLab: @unchecked Sendable {
             summary: "\(action) (\(String(format: "%.1f", milliseconds)) ms)", state: state, details: details))
     }
 
-    /// Applies a profile (catalog name or path) and records it on the conditions lane.
-    public func apply(_ reference: String) throws {
-        try apply(try ProfileCatalog.find(reference, directory: options.catalogDirectory))
+    /// Applies a profile (catalog name or path) to some of the client's links (nil: every link) and records
+    /// it on the conditions lane.
+    public func apply(_ reference: String, links: Set<Sandbox.ClientLink>? = nil) throws {
+        try apply(try ProfileCatalog.find(reference, directory: options.catalogDirectory), links: links)
     }
 
     /// Applies a profile and records it on the conditions lane, with the transaction's duration.
@@ -270,12 +271,13 @@ public final class LinkLab: @unchecked Sendable {
         }
     }
 
-    /// Removes the conditions.
-    public func clear() throws {
+    /// Removes the conditions from some of the client's links (nil: every link).
+    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws {
         remember("conditions") { [sandbox, initialConditions, conditions, options] in
             try Self.restore(initialConditions, on: conditions, sandbox: sandbox, catalogDirectory: options.catalogDirectory)
         }
-        try recordConditions("clear", action: "clear") { try conditions.clear(links: nil).count }
+        let scope = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
+        try recordConditions("clear", action: "clear\(scope)", links: links) { try conditions.clear(links: links).count }
     }
 
     private static func restore(
@@ -307,21 +309,28 @@ public final class LinkLab: @unchecked Sendable {
         }
     }
 
-    /// Removes or restores the client link's addresses.
-    public func setAddresses(_ link: Sandbox.ClientLink, present: Bool) throws {
+    /// Removes or restores the client link's addresses of `family` (nil: both).
+    public func setAddresses(_ link: Sandbox.ClientLink, present: Bool, family: AddressFamily? = nil) throws {
         remember("addresses \(link.rawValue)") { [sandbox] in try sandbox.restoreAddresses(link) }
-        try recordConditions(present ? "addresses restored" : "no address", action: "\(present ? "restore" : "remove") \(link.rawValue) addresses") {
-            if present { try sandbox.restoreAddresses(link) } else { try sandbox.removeAddresses(link) }
-            return 2
+        let which = family.map { "\($0) " } ?? ""
+        try recordConditions(
+            present ? "addresses restored" : "no \(which)address", action: "\(present ? "restore" : "remove") \(link.rawValue) \(which)addresses"
+        ) {
+            if present { try sandbox.restoreAddresses(link, family: family) } else { try sandbox.removeAddresses(link, family: family) }
+            return family == nil ? 2 : 1
         }
     }
 
-    /// Removes or restores the client link's default routes.
-    public func setDefaultRoutes(_ link: Sandbox.ClientLink, present: Bool) throws {
+    /// Removes or restores the client link's default routes of `family` (nil: both).
+    public func setDefaultRoutes(_ link: Sandbox.ClientLink, present: Bool, family: AddressFamily? = nil) throws {
         remember("routes \(link.rawValue)") { [sandbox] in try sandbox.restoreDefaultRoutes(link) }
-        try recordConditions(present ? "routes restored" : "no default route", action: "\(present ? "restore" : "remove") \(link.rawValue) default routes") {
-            if present { try sandbox.restoreDefaultRoutes(link) } else { try sandbox.removeDefaultRoutes(link) }
-            return 2
+        let which = family.map { "\($0) " } ?? ""
+        try recordConditions(
+            present ? "routes restored" : "no \(which)default route",
+            action: "\(present ? "restore" : "remove") \(link.rawValue) \(which)default routes"
+        ) {
+            if present { try sandbox.restoreDefaultRoutes(link, family: family) } else { try sandbox.removeDefaultRoutes(link, family: family) }
+            return family == nil ? 2 : 1
         }
     }
 

@@ -89,6 +89,16 @@ public enum LinkSide: String, Sendable, Equatable, Codable, CaseIterable, Custom
     public var description: String { rawValue }
 }
 
+/// An address family a step or an expectation names.
+public enum AddressFamilyName: String, Sendable, Equatable, Codable, CaseIterable, CustomStringConvertible {
+    /// IPv4.
+    case ipv4
+    /// IPv6.
+    case ipv6
+
+    public var description: String { rawValue }
+}
+
 /// One of the device's links in the sandbox.
 public enum LinkName: String, Sendable, Equatable, Codable, CaseIterable, CustomStringConvertible {
     /// `wl0`, always present.
@@ -101,23 +111,24 @@ public enum LinkName: String, Sendable, Equatable, Codable, CaseIterable, Custom
 
 /// What a step does.
 public enum StepAction: Sendable, Equatable {
-    /// Puts a profile on the wifi link (replacing whatever was there): a catalog name such as `"lte"`, or a
-    /// path to a profile file (resolved against the scenario file's folder when parsed).
-    case apply(profile: String)
-    /// Removes all conditions from the wifi link.
-    case clear
+    /// Puts a profile on the device's links (replacing whatever was there): a catalog name such as `"lte"`, or
+    /// a path to a profile file (resolved against the scenario file's folder when parsed); on `link` only when
+    /// given (every link otherwise), so a handover can go from good wifi to 3G cellular.
+    case apply(profile: String, link: LinkName? = nil)
+    /// Removes the conditions from `link`, or from every link.
+    case clear(link: LinkName? = nil)
     /// Takes a link down at one end.
     case linkDown(side: LinkSide, link: LinkName)
     /// Brings a link up at one end (the client side also gets its addresses and default routes back).
     case linkUp(side: LinkSide, link: LinkName)
-    /// Removes the device's IPv4 and IPv6 addresses on a link.
-    case removeAddress(link: LinkName)
-    /// Puts the device's addresses (and default routes) on a link back.
-    case restoreAddress(link: LinkName)
-    /// Removes the device's IPv4 and IPv6 default routes through a link.
-    case removeDefaultRoute(link: LinkName)
-    /// Puts the default routes through a link back.
-    case restoreDefaultRoute(link: LinkName)
+    /// Removes the device's addresses on a link: one family's, or both (`family` nil).
+    case removeAddress(link: LinkName, family: AddressFamilyName? = nil)
+    /// Puts the device's addresses (and default routes) on a link back: one family's, or both.
+    case restoreAddress(link: LinkName, family: AddressFamilyName? = nil)
+    /// Removes the device's default routes through a link: one family's, or both.
+    case removeDefaultRoute(link: LinkName, family: AddressFamilyName? = nil)
+    /// Puts the default routes through a link back: one family's, or both.
+    case restoreDefaultRoute(link: LinkName, family: AddressFamilyName? = nil)
     /// Switches the server's captive portal on (the probe URL answers 200 with a login page instead of 204)
     /// or off.
     case portal(on: Bool)
@@ -130,14 +141,14 @@ public enum StepAction: Sendable, Equatable {
     /// The action in a few words, e.g. `apply 100-loss`, `link down (router side, wifi)`.
     public var summary: String {
         switch self {
-        case .apply(let profile): "apply \(profile)"
-        case .clear: "clear"
+        case .apply(let profile, let link): "apply \(profile)" + (link.map { " on \($0)" } ?? "")
+        case .clear(let link): "clear" + (link.map { " on \($0)" } ?? "")
         case .linkDown(let side, let link): "link down (\(side) side, \(link))"
         case .linkUp(let side, let link): "link up (\(side) side, \(link))"
-        case .removeAddress(let link): "remove address (\(link))"
-        case .restoreAddress(let link): "restore address (\(link))"
-        case .removeDefaultRoute(let link): "remove default route (\(link))"
-        case .restoreDefaultRoute(let link): "restore default route (\(link))"
+        case .removeAddress(let link, let family): "remove \(family.map { "\($0) " } ?? "")address (\(link))"
+        case .restoreAddress(let link, let family): "restore \(family.map { "\($0) " } ?? "")address (\(link))"
+        case .removeDefaultRoute(let link, let family): "remove \(family.map { "\($0) " } ?? "")default route (\(link))"
+        case .restoreDefaultRoute(let link, let family): "restore \(family.map { "\($0) " } ?? "")default route (\(link))"
         case .portal(let on): on ? "captive portal on" : "captive portal off"
         case .handover(let link): "hand over to \(link)"
         case .wait: "wait"
@@ -147,10 +158,11 @@ public enum StepAction: Sendable, Equatable {
     /// The link the action names, if it names one.
     public var link: LinkName? {
         switch self {
-        case .linkDown(_, let link), .linkUp(_, let link), .removeAddress(let link), .restoreAddress(let link),
-            .removeDefaultRoute(let link), .restoreDefaultRoute(let link), .handover(let link):
+        case .linkDown(_, let link), .linkUp(_, let link), .removeAddress(let link, _), .restoreAddress(let link, _),
+            .removeDefaultRoute(let link, _), .restoreDefaultRoute(let link, _), .handover(let link):
             link
-        case .apply, .clear, .portal, .wait: nil
+        case .apply(_, let link), .clear(let link): link
+        case .portal, .wait: nil
         }
     }
 
@@ -225,22 +237,31 @@ public struct Expectation: Sendable, Equatable {
     public var name: String
     /// ``TimelineLane/path``, ``TimelineLane/reachability`` or ``TimelineLane/app``.
     public var lane: TimelineLane
+    /// What the lane must do.
     public var rule: Rule
+    /// On the reachability lane: judge one family's reachability (the prober's per-family state) instead of
+    /// the overall one; nil for the overall state.
+    public var family: AddressFamilyName?
 
-    public init(name: String, lane: TimelineLane, rule: Rule) {
+    /// An expectation on `lane` (about `family`'s reachability, when given).
+    public init(name: String, lane: TimelineLane, rule: Rule, family: AddressFamilyName? = nil) {
         self.name = name
         self.lane = lane
         self.rule = rule
+        self.family = family
     }
+
+    /// The lane as the rule names it: `reachability`, or `reachability (ipv6)` for one family.
+    var laneDescription: String { family.map { "\(lane) (\($0))" } ?? "\(lane)" }
 
     /// The rule in words: `reachability reaches offline within 12 s of step 'tunnel'`,
     /// `path holds satisfied during step 'handover' (after a 1 s grace)`.
     public var ruleDescription: String {
         switch rule {
         case .reaches(let state, let within, let step):
-            "\(lane) reaches \(state) within \(ScenarioTime.short(within)) of step '\(step)'"
+            "\(laneDescription) reaches \(state) within \(ScenarioTime.short(within)) of step '\(step)'"
         case .holds(let state, let step, let grace):
-            "\(lane) holds \(state) during step '\(step)'"
+            "\(laneDescription) holds \(state) during step '\(step)'"
                 + (grace > 0 ? " (after a \(ScenarioTime.short(grace)) grace)" : "")
         }
     }

@@ -94,7 +94,7 @@ struct ScenarioReader {
 
     func step(_ element: JSONElement) throws(DocumentError) -> ScenarioStep {
         let fields = try element.fields(
-            ["name", "hold"] + Self.actionKeys + ["side", "interface"], expected: Self.stepExpectation)
+            ["name", "hold"] + Self.actionKeys + ["side", "interface", "family"], expected: Self.stepExpectation)
         let name = try fields.require("name", expected: "a \"name\" for the step, such as \"tunnel\"")
         let nameText = try name.string(expected: "a step name as a string")
         guard
@@ -109,36 +109,45 @@ struct ScenarioReader {
                 "\"side\" does not go with \(JSONWriter.quoted(action.key))", expected: "\"side\" only in a \"link\" step",
                 kind: .conflict)
         }
-        if let interface = fields["interface"], !["link", "address", "defaultRoute"].contains(action.key) {
+        if let interface = fields["interface"], !["link", "address", "defaultRoute", "apply", "clear"].contains(action.key) {
             throw interface.error(
                 "\"interface\" does not go with \(JSONWriter.quoted(action.key))",
-                expected: "\"interface\" only in a \"link\", \"address\" or \"defaultRoute\" step"
+                expected: "\"interface\" only in a \"link\", \"address\", \"defaultRoute\", \"apply\" or \"clear\" step"
                     + (action.key == "handover" ? " (\"handover\" names the link it hands over to)" : ""),
                 kind: .conflict)
         }
+        if let family = fields["family"], !["address", "defaultRoute"].contains(action.key) {
+            throw family.error(
+                "\"family\" does not go with \(JSONWriter.quoted(action.key))",
+                expected: "\"family\" only in an \"address\" or \"defaultRoute\" step", kind: .conflict)
+        }
         let hold = try fields.require(
             "hold", expected: "a \"hold\" such as \"10s\": how long to stay in this step (\"0\" to go straight on)")
-        let linkName = try fields["interface"].map(link) ?? .wifi
-        let stepAction = try self.action(action, side: fields["side"], link: linkName, in: element)
+        let scope = try fields["interface"].map(link)
+        let family = try fields["family"]?.choice(AddressFamilyName.self, noun: "an address family")
+        let stepAction = try self.action(action, side: fields["side"], link: scope, family: family, in: element)
         return ScenarioStep(name: nameText, action: stepAction, hold: try time(hold, what: "how long to stay in the step"))
     }
 
+    /// The action of a step; `scope` is the step's `interface` (nil: wifi for link changes, every link for
+    /// apply and clear), `family` its `family` (nil: both).
     func action(
-        _ action: JSONMember, side: JSONElement?, link linkName: LinkName, in step: JSONElement
+        _ action: JSONMember, side: JSONElement?, link scope: LinkName?, family: AddressFamilyName?, in step: JSONElement
     ) throws(DocumentError) -> StepAction {
         let element = action.element
+        let linkName = scope ?? .wifi
         switch action.key {
         case "apply":
             let text = try element.string(
                 expected: "a profile name such as \"lte\", " + ScenarioValidator.profileReferenceHint)
-            return .apply(profile: ScenarioParser.resolve(profile: text, source: file))
+            return .apply(profile: ScenarioParser.resolve(profile: text, source: file), link: scope)
         case "clear", "wait":
             guard try element.bool(expected: "true") else {
                 throw element.error(
                     "\"\(action.key)\": false does nothing",
                     expected: "true (a step that changes nothing is \"wait\": true)")
             }
-            return action.key == "clear" ? .clear : .wait
+            return action.key == "clear" ? .clear(link: scope) : .wait
         case "link":
             let change = try element.choice(["down", "up"], noun: "a link change")
             guard let side else {
@@ -151,10 +160,11 @@ struct ScenarioReader {
             return change == "down" ? .linkDown(side: sideValue, link: linkName) : .linkUp(side: sideValue, link: linkName)
         case "address":
             let change = try element.choice(["remove", "restore"], noun: "an address change")
-            return change == "remove" ? .removeAddress(link: linkName) : .restoreAddress(link: linkName)
+            return change == "remove" ? .removeAddress(link: linkName, family: family) : .restoreAddress(link: linkName, family: family)
         case "defaultRoute":
             let change = try element.choice(["remove", "restore"], noun: "a default route change")
-            return change == "remove" ? .removeDefaultRoute(link: linkName) : .restoreDefaultRoute(link: linkName)
+            return change == "remove"
+                ? .removeDefaultRoute(link: linkName, family: family) : .restoreDefaultRoute(link: linkName, family: family)
         case "portal":
             return .portal(on: try element.choice(["on", "off"], noun: "a portal state") == "on")
         case "handover":
@@ -168,7 +178,7 @@ struct ScenarioReader {
 
     func expectation(_ element: JSONElement) throws(DocumentError) -> Expectation {
         let fields = try element.fields(
-            ["name", "lane", "reaches", "within", "after", "holds", "during", "grace"],
+            ["name", "lane", "family", "reaches", "within", "after", "holds", "during", "grace"],
             expected: Self.expectationExpectation)
         let name = try fields.require(
             "name", expected: "a \"name\" for the expectation, such as \"prober notices\"")
@@ -176,6 +186,14 @@ struct ScenarioReader {
         let lane = try fields.require(
             "lane", expected: "a \"lane\": " + Suggestions.alternatives(Expectation.lanes.map(\.rawValue)))
         let laneValue = try self.lane(lane)
+        let family = try fields["family"].map { element throws(DocumentError) in
+            guard laneValue == .reachability else {
+                throw element.error(
+                    "\"family\" does not go with the \(laneValue) lane",
+                    expected: "\"family\" only on the reachability lane (the prober's state for one family)", kind: .conflict)
+            }
+            return try element.choice(AddressFamilyName.self, noun: "an address family")
+        }
         guard
             let rule = try fields.present(["reaches", "holds"]).atMostOne(
                 expected: Self.ruleExpectation + " (write two expectations for two rules)")
@@ -201,12 +219,13 @@ struct ScenarioReader {
                 try time(element, what: "the grace")
             }
             return Expectation(
-                name: nameText, lane: laneValue, rule: .holds(state: state, duringStep: step, grace: grace ?? 0))
+                name: nameText, lane: laneValue, rule: .holds(state: state, duringStep: step, grace: grace ?? 0), family: family)
         }
         let within = try fields.require(
             "within", expected: "\"within\": the time allowed after the step starts, such as \"12s\"")
         let limit = try time(within, what: "the time allowed")
-        return Expectation(name: nameText, lane: laneValue, rule: .reaches(state: state, within: limit, afterStep: step))
+        return Expectation(
+            name: nameText, lane: laneValue, rule: .reaches(state: state, within: limit, afterStep: step), family: family)
     }
 
     func lane(_ element: JSONElement) throws(DocumentError) -> TimelineLane {

@@ -1,5 +1,6 @@
 import Conditioning
 import Foundation
+import LinkcondBase
 import Glibc
 import PathMonitor
 import Sandboxing
@@ -167,19 +168,23 @@ public enum ScenarioRunner {
     /// Carries out one step's action on the lab.
     public static func perform(_ action: StepAction, in lab: LinkLab) throws {
         switch action {
-        case let .apply(profile): try lab.apply(profile)
-        case .clear: try lab.clear()
+        case let .apply(profile, link): try lab.apply(profile, links: link.map { [$0.sandboxLink] })
+        case let .clear(link): try lab.clear(links: link.map { [$0.sandboxLink] })
         case let .linkDown(side, link): try lab.setLink(link.sandboxLink, side: side.sandboxSide, up: false)
         case let .linkUp(side, link): try lab.setLink(link.sandboxLink, side: side.sandboxSide, up: true)
-        case let .removeAddress(link): try lab.setAddresses(link.sandboxLink, present: false)
-        case let .restoreAddress(link): try lab.setAddresses(link.sandboxLink, present: true)
-        case let .removeDefaultRoute(link): try lab.setDefaultRoutes(link.sandboxLink, present: false)
-        case let .restoreDefaultRoute(link): try lab.setDefaultRoutes(link.sandboxLink, present: true)
+        case let .removeAddress(link, family): try lab.setAddresses(link.sandboxLink, present: false, family: family?.addressFamily)
+        case let .restoreAddress(link, family): try lab.setAddresses(link.sandboxLink, present: true, family: family?.addressFamily)
+        case let .removeDefaultRoute(link, family): try lab.setDefaultRoutes(link.sandboxLink, present: false, family: family?.addressFamily)
+        case let .restoreDefaultRoute(link, family): try lab.setDefaultRoutes(link.sandboxLink, present: true, family: family?.addressFamily)
         case let .portal(on): try lab.setPortal(on: on)
         case let .handover(link): try lab.handOver(to: link.sandboxLink)
         case .wait: break
         }
     }
+}
+
+extension AddressFamilyName {
+    var addressFamily: AddressFamily { self == .ipv4 ? .inet : .inet6 }
 }
 
 extension LinkName {

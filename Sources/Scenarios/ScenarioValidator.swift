@@ -87,7 +87,7 @@ struct ScenarioValidator {
         for (index, step) in scenario.steps.enumerated() {
             let path = steps.appending(index: index)
             try checkName(step.name, of: "step", at: path.appending("name"))
-            if case .apply(let reference) = step.action { try checkProfile(reference, at: path.appending("apply")) }
+            if case .apply(let reference, _) = step.action { try checkProfile(reference, at: path.appending("apply")) }
             if step.action.needsCellular, !scenario.cellular {
                 let isHandover = if case .handover = step.action { true } else { false }
                 throw locator.error(

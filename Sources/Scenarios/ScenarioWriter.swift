@@ -27,21 +27,26 @@ enum ScenarioWriter {
 
     static func json(_ step: ScenarioStep, source: String?) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = [("name", .string(step.name))]
-        func link(_ key: String, _ value: String, side: LinkSide? = nil, on link: LinkName) {
+        func link(_ key: String, _ value: String, side: LinkSide? = nil, on link: LinkName, family: AddressFamilyName? = nil) {
             members.append((key, .string(value)))
             if let side { members.append(("side", .string(side.rawValue))) }
             if link != .wifi { members.append(("interface", .string(link.rawValue))) }
+            if let family { members.append(("family", .string(family.rawValue))) }
         }
         switch step.action {
-        case .apply(let reference): members.append(("apply", .string(written(reference, source: source))))
-        case .clear: members.append(("clear", .bool(true)))
+        case .apply(let reference, let scope):
+            members.append(("apply", .string(written(reference, source: source))))
+            if let scope { members.append(("interface", .string(scope.rawValue))) }
+        case .clear(let scope):
+            members.append(("clear", .bool(true)))
+            if let scope { members.append(("interface", .string(scope.rawValue))) }
         case .wait: members.append(("wait", .bool(true)))
         case .linkDown(let side, let name): link("link", "down", side: side, on: name)
         case .linkUp(let side, let name): link("link", "up", side: side, on: name)
-        case .removeAddress(let name): link("address", "remove", on: name)
-        case .restoreAddress(let name): link("address", "restore", on: name)
-        case .removeDefaultRoute(let name): link("defaultRoute", "remove", on: name)
-        case .restoreDefaultRoute(let name): link("defaultRoute", "restore", on: name)
+        case .removeAddress(let name, let family): link("address", "remove", on: name, family: family)
+        case .restoreAddress(let name, let family): link("address", "restore", on: name, family: family)
+        case .removeDefaultRoute(let name, let family): link("defaultRoute", "remove", on: name, family: family)
+        case .restoreDefaultRoute(let name, let family): link("defaultRoute", "restore", on: name, family: family)
         case .portal(let on): members.append(("portal", .string(on ? "on" : "off")))
         case .handover(let name): members.append(("handover", .string(name.rawValue)))
         }
@@ -70,6 +75,7 @@ enum ScenarioWriter {
         var members: [(key: String, value: JSONValue)] = [
             ("name", .string(expectation.name)), ("lane", .string(expectation.lane.rawValue)),
         ]
+        if let family = expectation.family { members.append(("family", .string(family.rawValue))) }
         switch expectation.rule {
         case .reaches(let state, let within, let step):
             members += [("reaches", .string(state)), ("within", time(within)), ("after", .string(step))]

@@ -287,4 +287,29 @@ final class ExpectationEvaluatorTests: XCTestCase {
                 "reachability holds online during step '3g' (after a 3 s grace)",
             ])
     }
+
+    /// An expectation on one family reads the prober's per-family state from each update's details, not the
+    /// overall state: here the overall state stays online (IPv4 works) while IPv6 goes offline at 12 s.
+    func testAFamilyExpectationReadsThatFamilysState() {
+        func update(_ t: UInt64, overall: String, ipv4: String, ipv6: String) -> TimelineEvent {
+            TimelineEvent(
+                t: ms(t), lane: .reachability, kind: "reachability-update", summary: overall, state: overall,
+                details: ["ipv4": .string(ipv4), "ipv6": .string(ipv6)])
+        }
+        let events = [
+            update(1_000, overall: "online", ipv4: "online", ipv6: "online"),
+            update(12_000, overall: "online", ipv4: "online", ipv6: "offline"),
+            TimelineEvent(t: ms(13_000), lane: .reachability, kind: "sample", summary: "a probe", state: nil),
+        ]
+        var expectation = reaches(.reachability, "offline", within: 5_000, after: "tunnel")
+        expectation.family = .ipv6
+        let result = evaluate(expectation, events)
+        XCTAssertTrue(result.passed, result.evidence)
+        XCTAssertEqual(result.measured ?? -1, 2.0, accuracy: 1e-9)
+        XCTAssertEqual(result.rule, "reachability (ipv6) reaches offline within 5 s of step 'tunnel'")
+        expectation.family = .ipv4
+        XCTAssertFalse(evaluate(expectation, events).passed)
+        expectation.family = nil
+        XCTAssertFalse(evaluate(expectation, events).passed, "the overall state never went offline")
+    }
 }

@@ -109,7 +109,7 @@ final class ScenarioParserTests: XCTestCase {
             scenario.steps,
             [
                 ScenarioStep(name: "a", action: .apply(profile: "lte"), hold: s(10)),
-                ScenarioStep(name: "b", action: .clear, hold: s(1)),
+                ScenarioStep(name: "b", action: .clear(), hold: s(1)),
                 ScenarioStep(name: "c", action: .linkDown(side: .router, link: .wifi), hold: s(2)),
                 ScenarioStep(name: "d", action: .linkUp(side: .client, link: .cellular), hold: s(2)),
                 ScenarioStep(name: "e", action: .linkDown(side: .client, link: .wifi), hold: 0),
@@ -122,7 +122,7 @@ final class ScenarioParserTests: XCTestCase {
                 ScenarioStep(name: "l", action: .handover(to: .cellular), hold: s(5)),
                 ScenarioStep(name: "m", action: .handover(to: .wifi), hold: s(5)),
                 ScenarioStep(name: "n", action: .wait, hold: s(3)),
-                ScenarioStep(name: "o", action: .clear, hold: 0),
+                ScenarioStep(name: "o", action: .clear(), hold: 0),
             ])
         XCTAssertEqual(scenario.duration, 46_500_000_000)
         XCTAssertEqual(scenario.plannedStart(ofStep: "a"), 0)
@@ -134,7 +134,7 @@ final class ScenarioParserTests: XCTestCase {
     func testSummaries() {
         let cases: [(StepAction, String)] = [
             (.apply(profile: "100-loss"), "apply 100-loss"),
-            (.clear, "clear"),
+            (.clear(), "clear"),
             (.linkDown(side: .router, link: .wifi), "link down (router side, wifi)"),
             (.linkUp(side: .client, link: .cellular), "link up (client side, cellular)"),
             (.removeAddress(link: .wifi), "remove address (wifi)"),
@@ -397,7 +397,7 @@ final class ScenarioParserTests: XCTestCase {
             error, .unknownKey, path: "$.steps[0].aply", line: 4, column: 19,
             problem: #"unknown key "aply" (did you mean "apply"?)"#,
             expected: #"one of "name", "hold", "apply", "clear", "link", "address", "defaultRoute", "portal", "#
-                + #""handover", "wait", "side", "interface""#)
+                + #""handover", "wait", "side", "interface", "family""#)
     }
 
     func testStepShape() {
@@ -446,10 +446,55 @@ final class ScenarioParserTests: XCTestCase {
         assertError(
             stepError(#"{"name": "x", "handover": "wifi", "interface": "wifi", "hold": "1s"}"#, top: [#""cellular": true"#]),
             .conflict, path: "$.steps[0].interface", line: 5, column: 52,
-            expected: #""interface" only in a "link", "address" or "defaultRoute" step ("handover" names the link it hands over to)"#)
+            expected: #""interface" only in a "link", "address", "defaultRoute", "apply" or "clear" step ("handover" names the link it hands over to)"#)
         assertError(
             stepError(#"{"name": "x", "address": "remove", "side": "client", "hold": "1s"}"#), .conflict,
             path: "$.steps[0].side", line: 4, column: 48)
+    }
+
+    /// Apply and clear on one link; a family on address and route steps and on reachability expectations; all
+    /// of it written back so that it reads back the same.
+    func testLinkScopesAndFamilies() throws {
+        let text = document(
+            top: [#""cellular": true"#],
+            steps: [
+                #"{"name": "wifi-good", "apply": "lte", "interface": "wifi", "hold": "5s"}"#,
+                #"{"name": "cell-3g", "apply": "100-loss", "interface": "cellular", "hold": "5s"}"#,
+                #"{"name": "no-v6", "defaultRoute": "remove", "family": "ipv6", "hold": "5s"}"#,
+                #"{"name": "v6-back", "address": "restore", "interface": "cellular", "family": "ipv6", "hold": "5s"}"#,
+                #"{"name": "clean", "clear": true, "interface": "cellular", "hold": "1s"}"#,
+            ],
+            expectations: [
+                #"{"name": "v6 offline", "lane": "reachability", "family": "ipv6", "reaches": "offline", "within": "5s", "after": "no-v6"}"#
+            ])
+        let scenario = try parse(text)
+        XCTAssertEqual(
+            scenario.steps.map(\.action),
+            [
+                .apply(profile: "lte", link: .wifi), .apply(profile: "100-loss", link: .cellular),
+                .removeDefaultRoute(link: .wifi, family: .ipv6), .restoreAddress(link: .cellular, family: .ipv6),
+                .clear(link: .cellular),
+            ])
+        XCTAssertEqual(scenario.expectations.first?.family, .ipv6)
+        XCTAssertEqual(scenario.expectations.first?.ruleDescription, "reachability (ipv6) reaches offline within 5 s of step 'no-v6'")
+        XCTAssertEqual(scenario.steps[2].action.summary, "remove ipv6 default route (wifi)")
+        XCTAssertEqual(scenario.steps[1].action.summary, "apply 100-loss on cellular")
+        XCTAssertTrue(scenario.steps[1].action.needsCellular)
+        let written = ScenarioParser.jsonText(of: scenario)
+        XCTAssertEqual(try parse(written), scenario, written)
+
+        assertError(
+            stepError(#"{"name": "x", "portal": "on", "family": "ipv4", "hold": "1s"}"#), .conflict,
+            path: "$.steps[0].family", line: 4, column: 45, problem: #""family" does not go with "portal""#)
+        assertError(
+            stepError(#"{"name": "x", "address": "remove", "family": "ipv5", "hold": "1s"}"#), .invalidValue,
+            path: "$.steps[0].family", line: 4, column: 50)
+        assertError(
+            expectationError(#"{"name": "p", "lane": "path", "family": "ipv4", "reaches": "satisfied", "within": "1s", "after": "lte"}"#),
+            .conflict, path: "$.expectations[0].family", line: 8, column: 45,
+            problem: #""family" does not go with the path lane"#)
+        // A link scope on cellular needs the cellular link.
+        XCTAssertNotNil(stepError(#"{"name": "x", "apply": "lte", "interface": "cellular", "hold": "1s"}"#))
     }
 
     func testActionValues() {
@@ -545,7 +590,7 @@ final class ScenarioParserTests: XCTestCase {
         assertError(
             error, .unknownKey, path: "$.expectations[0].witin", line: 8, column: 61,
             problem: #"unknown key "witin" (did you mean "within"?)"#,
-            expected: #"one of "name", "lane", "reaches", "within", "after", "holds", "during", "grace""#)
+            expected: #"one of "name", "lane", "family", "reaches", "within", "after", "holds", "during", "grace""#)
     }
 
     func testExpectationShape() {
@@ -782,7 +827,7 @@ final class ScenarioParserTests: XCTestCase {
                 ScenarioStep(name: "mine", action: .apply(profile: "/lab/scenarios/p/mine.json"), hold: s(1)),
                 ScenarioStep(name: "abs", action: .apply(profile: "/elsewhere/x.json"), hold: s(1)),
                 ScenarioStep(name: "no-suffix", action: .apply(profile: "/lab/scenarios/lte"), hold: s(1)),
-                ScenarioStep(name: "b", action: .clear, hold: 0),
+                ScenarioStep(name: "b", action: .clear(), hold: 0),
                 ScenarioStep(name: "c", action: .linkDown(side: .router, link: .wifi), hold: s(2)),
                 ScenarioStep(name: "d", action: .linkUp(side: .client, link: .cellular), hold: 1_500_000),
                 ScenarioStep(name: "e", action: .removeAddress(link: .cellular), hold: s(1)),

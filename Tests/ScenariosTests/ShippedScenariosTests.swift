@@ -103,7 +103,7 @@ final class ShippedScenariosTests: XCTestCase {
 
     func testCaptivePortal() throws {
         let portal = try load("captive-portal")
-        XCTAssertEqual(portal.steps.map(\.action), [.clear, .portal(on: true), .portal(on: false)])
+        XCTAssertEqual(portal.steps.map(\.action), [.clear(), .portal(on: true), .portal(on: false)])
         XCTAssertTrue(portal.expectations.contains {
             $0.lane == .reachability && $0.rule == .reaches(state: "portal", within: s(5), afterStep: "portal-on")
         })
@@ -118,7 +118,7 @@ final class ShippedScenariosTests: XCTestCase {
     func testHandover() throws {
         let handover = try load("handover")
         XCTAssertTrue(handover.cellular)
-        XCTAssertEqual(handover.steps.map(\.action), [.clear, .handover(to: .cellular), .handover(to: .wifi)])
+        XCTAssertEqual(handover.steps.map(\.action), [.clear(), .handover(to: .cellular), .handover(to: .wifi)])
         XCTAssertTrue(handover.expectations.contains {
             $0.lane == .path && $0.rule == .holds(state: "satisfied", duringStep: "to-cellular", grace: s(1))
         })
@@ -135,7 +135,7 @@ final class ShippedScenariosTests: XCTestCase {
 
     func testSlowDNS() throws {
         let slow = try load("slow-dns")
-        XCTAssertEqual(slow.steps.map(\.action), [.clear, .apply(profile: "high-latency-dns"), .clear])
+        XCTAssertEqual(slow.steps.map(\.action), [.clear(), .apply(profile: "high-latency-dns"), .clear()])
         let profile = try catalog.profile(named: "high-latency-dns")
         let timeout = try XCTUnwrap(slow.probe?.timeout)
         XCTAssertGreaterThan(timeout, profile.dnsDelay + 1_000_000_000, "the timeout leaves room for the DNS delay and the RTT")
