@@ -15,7 +15,7 @@ import XCTest
 /// The filters are written with ``U32Key``'s builders from the numbers in each fixture's `# command:`,
 /// so each case checks that `match ip dst 198.19.0.0/24` and the others mean what tc makes of them:
 /// offsets, masks, the split of an IPv6 prefix into 32-bit keys, the upper half of the port word for a
-/// source port.
+/// source port. `reply-filter` holds the kernel's own report of such filters.
 final class TargetGoldenTests: XCTestCase {
     static let handle1 = TrafficControlHandle(major: 1, minor: 0)
     static let handle3 = TrafficControlHandle(major: 3, minor: 0)
@@ -158,6 +158,42 @@ final class TargetGoldenTests: XCTestCase {
             XCTAssertEqual(decoded.keys, filter.keys, name)
             XCTAssertTrue(decoded.isTerminal, name)
         }
+    }
+
+    // MARK: The kernel's filters
+
+    /// A filter dump from the kernel (`tc filter show`, two target filters on an htb): each u32 priority
+    /// comes as its hash table (no selector, no class) and its filter; the filters decode to what iproute2
+    /// shows (the fixture's `# expect-filter:` lines, from tc's own text).
+    func testKernelFilterDumpDecodesAsTcShowsIt() throws {
+        let fixture = try Fixture.load("reply-filter")
+        let decoded = try fixture.messages().filter { $0.type == UInt16(RTM_NEWTFILTER) }.map(TrafficFilter.decode)
+        XCTAssertEqual(decoded.count, 6, "per priority: the classifier, its hash table, its filter")
+        let filters = decoded.filter { !$0.keys.isEmpty }
+        let expected = fixture.values("expect-filter")
+        XCTAssertEqual(filters.count, expected.count)
+        for (filter, line) in zip(filters, expected) {
+            var fields: [String: String] = [:]
+            for pair in line.split(separator: " ") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2 { fields[parts[0]] = parts[1] }
+            }
+            XCTAssertEqual(filter.kind, "u32", line)
+            XCTAssertTrue(filter.isTerminal, line)
+            XCTAssertEqual(filter.u32Node, 0x800, line)
+            XCTAssertEqual("\(filter.priority)", fields["prio"], line)
+            XCTAssertEqual(filter.protocolNumber, fields["protocol"] == "ipv6" ? 0x86dd : 0x0800, line)
+            let handle = "\(String(filter.handle >> 20, radix: 16))::\(String(filter.u32Node, radix: 16))"
+            XCTAssertEqual(handle, fields["handle"], line)
+            XCTAssertEqual(filter.classID?.description, fields["flowid"], line)
+            let keys = filter.keys.map { key in
+                func hex(_ value: UInt32) -> String { String(repeating: "0", count: 8 - String(value, radix: 16).count) + String(value, radix: 16) }
+                return "\(hex(key.value))/\(hex(key.mask))@\(key.offset)"
+            }
+            XCTAssertEqual(keys.joined(separator: ","), fields["keys"], line)
+        }
+        XCTAssertEqual(filters.first?.keys, [.ipDestination(Self.prefix("198.19.0.0/24")), .ipProtocol(6), .ipDestinationPort(80)])
+        XCTAssertEqual(filters.last?.keys, U32Key.ip6Source(Self.prefix("2001:2::/48")))
     }
 
     // MARK: Keys
