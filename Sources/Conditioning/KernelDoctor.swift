@@ -58,7 +58,7 @@ public enum KernelDoctor {
             ("netem", "delay, jitter, loss, duplication, corruption, reordering and rate",
              "this kernel lacks CONFIG_NET_SCH_NETEM: load sch_netem (modprobe sch_netem), boot a distribution kernel (Debian: linux-image-amd64), or use the VM tier (scripts/vm-test)"),
             ("tbf", "rate limiting", "enable CONFIG_NET_SCH_TBF (modprobe sch_tbf)"),
-            ("prio", "a separate DNS branch on the uplink (slow DNS profiles)", "enable CONFIG_NET_SCH_PRIO (modprobe sch_prio)"),
+            ("prio", "a separate DNS branch on the uplink (slow DNS profiles), and the untouched bands of profiles with targets", "enable CONFIG_NET_SCH_PRIO (modprobe sch_prio)"),
             ("htb", "class-based shaping", "enable CONFIG_NET_SCH_HTB (modprobe sch_htb)"),
         ]
         for (kind, purpose, remedy) in qdiscs {
@@ -89,7 +89,7 @@ public enum KernelDoctor {
     /// u32 is tried on an ingress qdisc, which needs no options (`tc qdisc add dev probe0 ingress;
     /// tc filter add dev probe0 parent ffff: protocol ip prio 1 u32 match ip protocol 17 0xff flowid 1:1`).
     private static func u32Feature(_ client: RouteNetlinkClient, vethPresent: Bool) -> KernelFeature {
-        let purpose = "steering DNS to its own branch (slow DNS profiles)"
+        let purpose = "steering DNS to its own branch (slow DNS profiles) and targeted traffic to the conditions (profiles with targets)"
         let remedy = "enable CONFIG_NET_CLS_U32 (modprobe cls_u32)"
         guard vethPresent else {
             return KernelFeature(name: "u32", purpose: purpose, present: false, detail: "not tried: no veth to try it on", remedy: remedy)

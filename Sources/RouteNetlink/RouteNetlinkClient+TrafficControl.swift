@@ -11,11 +11,18 @@ public enum TrafficControlChange: Sendable {
     case deleteRootQdisc(interface: String)
     /// `tc filter add dev INTERFACE parent PARENT protocol P prio N u32 match … flowid CLASS`.
     case addFilter(U32Filter, interface: String, parent: TrafficControlHandle)
+    /// The same request with `NLM_F_ECHO` (``FilterRequest/add(_:interfaceIndex:parent:echo:)``): the
+    /// filter the kernel made comes back in ``TrafficControlReply/filters``.
+    case addFilterReadingBack(U32Filter, interface: String, parent: TrafficControlHandle)
+    /// `tc filter del dev INTERFACE parent PARENT prio N`: every filter of that priority.
+    case deleteFilters(interface: String, parent: TrafficControlHandle, priority: UInt16)
 
     /// The interface the change is made on.
     public var interface: String {
         switch self {
-        case let .replaceQdisc(interface, _, _, _, _), let .deleteRootQdisc(interface), let .addFilter(_, interface, _): interface
+        case let .replaceQdisc(interface, _, _, _, _), let .deleteRootQdisc(interface), let .addFilter(_, interface, _),
+            let .addFilterReadingBack(_, interface, _), let .deleteFilters(interface, _, _):
+            interface
         }
     }
 }
@@ -27,6 +34,9 @@ public struct TrafficControlReply: Sendable {
     /// Every qdisc of the namespace as the kernel reported it right after the changes (`tc -s qdisc show`),
     /// empty when the batch did not read back.
     public var qdiscs: [Qdisc]
+    /// The filters the kernel reported back for ``TrafficControlChange/addFilterReadingBack(_:interface:parent:)``
+    /// changes, as it made them, in the order it sent them.
+    public var filters: [TrafficFilter] = []
 
     /// The first refusal, if any.
     public var firstError: RouteNetlinkError? {
@@ -87,6 +97,13 @@ extension RouteNetlinkClient {
         try send(on: name, operation(change)) { message(change, index: $0) }
     }
 
+    /// Removes every filter of priority `priority` attached to `parent` on a link. Equivalent to
+    /// `tc filter del dev NAME parent PARENT prio N`.
+    public func deleteFilters(on name: String, parent: TrafficControlHandle, priority: UInt16) throws(RouteNetlinkError) {
+        let change = TrafficControlChange.deleteFilters(interface: name, parent: parent, priority: priority)
+        try send(on: name, operation(change)) { message(change, index: $0) }
+    }
+
     /// The filters attached to `parent` on a link. Equivalent to `tc filter show dev NAME parent PARENT`.
     public func filters(on name: String, parent: TrafficControlHandle) throws(RouteNetlinkError) -> [TrafficFilter] {
         let index = try index(of: name)
@@ -126,6 +143,7 @@ extension RouteNetlinkClient {
         }
         let again = try exchange(stale.map { changes[$0] }, indexes: indexes.mapValues(\.index), readingBack: readingBack)
         for (position, outcome) in zip(stale, again.outcomes) { reply.outcomes[position] = outcome }
+        reply.filters += again.filters
         if readingBack { reply.qdiscs = again.qdiscs }
         return reply
     }
@@ -169,7 +187,11 @@ extension RouteNetlinkClient {
         var reply = TrafficControlReply(outcomes: [], qdiscs: [])
         for result in results.prefix(changes.count) {
             switch result {
-            case .success: reply.outcomes.append(.success(()))
+            case let .success(messages):
+                reply.outcomes.append(.success(()))
+                for message in messages where message.type == UInt16(RTM_NEWTFILTER) {
+                    reply.filters.append(try TrafficFilter.decode(message))
+                }
             case let .failure(error): reply.outcomes.append(.failure(.netlink(error)))
             }
         }
@@ -190,6 +212,10 @@ extension RouteNetlinkClient {
             QdiscRequest.delete(interfaceIndex: index)
         case let .addFilter(filter, _, parent):
             FilterRequest.add(filter, interfaceIndex: index, parent: parent)
+        case let .addFilterReadingBack(filter, _, parent):
+            FilterRequest.add(filter, interfaceIndex: index, parent: parent, echo: true)
+        case let .deleteFilters(_, parent, priority):
+            FilterRequest.delete(interfaceIndex: index, parent: parent, priority: priority)
         }
     }
 
@@ -203,6 +229,10 @@ extension RouteNetlinkClient {
             return "\(tcPrefix) qdisc del dev \(name) root"
         case let .addFilter(filter, name, parent):
             return "\(tcPrefix) filter add dev \(name) parent \(parent) \(filter)"
+        case let .addFilterReadingBack(filter, name, parent):
+            return "\(tcPrefix) filter add dev \(name) parent \(parent) \(filter) (echoed back)"
+        case let .deleteFilters(name, parent, priority):
+            return "\(tcPrefix) filter del dev \(name) parent \(parent) prio \(priority)"
         }
     }
 }

@@ -23,6 +23,13 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
         var parent: TrafficControlHandle
         var info: UInt32
         var classID: UInt32
+        /// `HTID:HASH:NODE`: the priority's own hash table (800:, 801:, … in the order priorities were made)
+        /// and the node (800, 801, … within the priority), as `cls_u32` numbers them.
+        var handle: UInt32 = 0
+        /// The `TCA_U32_SEL` payload as sent.
+        var selector: [UInt8] = []
+
+        var priority: UInt16 { UInt16(info >> 16) }
     }
 
     let port: UInt32
@@ -35,6 +42,12 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
     var kinds: Set<String> = ["netem", "prio", "pfifo", "noqueue"]
     /// Changes a stored qdisc's options, as a kernel that does not hold what it was sent.
     var tamper: ((inout Entry) -> Void)?
+    /// Changes a filter as it is stored (and so as it is echoed and dumped).
+    var tamperFilter: ((inout Filter) -> Void)?
+    /// Acks a filter add without making the filter (no echo either): a filter that goes missing.
+    var losesFilter: ((Filter) -> Bool)?
+    /// Hash table ids handed out per interface, as `cls_u32`'s per-qdisc counter does.
+    private var nextTable: [Int32: UInt32] = [:]
 
     init(links: [String: Int32], port: UInt32 = 0x2000) {
         self.links = links
@@ -83,16 +96,18 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
             let header = payload.load(tcmsg.self, at: 0)!
             var dump: [UInt8] = []
             for filter in filters where filter.index == header.tcm_ifindex && filter.parent.rawValue == header.tcm_parent {
-                var out = tcmsg()
-                out.tcm_ifindex = filter.index
-                out.tcm_parent = filter.parent.rawValue
-                out.tcm_info = filter.info
-                let options = attribute(UInt16(TCA_OPTIONS), attribute(UInt16(TCA_U32_CLASSID), hostBytes(filter.classID)))
-                dump += NetlinkTesting.message(
-                    type: UInt16(RTM_NEWTFILTER), flags: flagMulti, sequence: message.sequence, portID: port,
-                    payload: rawBytes(of: out) + stringAttribute(UInt16(TCA_KIND), "u32") + options)
+                dump += filterMessage(filter, flags: flagMulti, sequence: message.sequence)
             }
             return [dump + done(sequence: message.sequence, portID: port)]
+        case Int32(RTM_DELTFILTER):
+            let header = payload.load(tcmsg.self, at: 0)!
+            let priority = UInt16(header.tcm_info >> 16)
+            let matching: (Filter) -> Bool = {
+                $0.index == header.tcm_ifindex && $0.parent.rawValue == header.tcm_parent && $0.priority == priority
+            }
+            guard filters.contains(where: matching) else { return refuse(message, ENOENT, "Filter with specified priority/protocol not found") }
+            filters.removeAll(where: matching)
+            return acked(message)
         case Int32(RTM_NEWQDISC):
             return newQdisc(message)
         case Int32(RTM_DELQDISC):
@@ -108,16 +123,37 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
                 return refuse(message, EINVAL, "Parent Qdisc doesn't exists")
             }
             var classID: UInt32 = 0
+            var selector: [UInt8] = []
             var attributes = AttributeDecoder(payload.dropFirst(MemoryLayout<tcmsg>.size), operation: "fake")
             while attributes.next() {
                 guard Int(attributes.type) == TCA_OPTIONS else { continue }
                 var options = attributes.nested()
                 while options.next() {
                     if Int(options.type) == TCA_U32_CLASSID { classID = options.uint32() }
+                    if Int(options.type) == TCA_U32_SEL { selector = Array(options.payload) }
                 }
             }
-            filters.append(Filter(index: header.tcm_ifindex, parent: TrafficControlHandle(rawValue: header.tcm_parent), info: header.tcm_info, classID: classID))
-            return acked(message)
+            let parent = TrafficControlHandle(rawValue: header.tcm_parent)
+            let priority = UInt16(header.tcm_info >> 16)
+            let sameTree = filters.filter { $0.index == header.tcm_ifindex && $0.parent == parent && $0.priority == priority }
+            if let first = sameTree.first, first.info & 0xffff != header.tcm_info & 0xffff {
+                return refuse(message, EINVAL, "Filter with specified priority/protocol not found")
+            }
+            let table: UInt32
+            if let first = sameTree.first {
+                table = first.handle >> 20
+            } else {
+                table = nextTable[header.tcm_ifindex, default: 0x800]
+                nextTable[header.tcm_ifindex] = table + 1
+            }
+            var filter = Filter(
+                index: header.tcm_ifindex, parent: parent, info: header.tcm_info, classID: classID,
+                handle: table << 20 | (0x800 + UInt32(sameTree.count)), selector: selector)
+            if losesFilter?(filter) == true { return acked(message) }
+            tamperFilter?(&filter)
+            filters.append(filter)
+            let echo = message.flags & UInt16(NLM_F_ECHO) != 0 ? [filterMessage(filter, flags: 0, sequence: message.sequence)] : []
+            return echo + acked(message)
         default:
             return refuse(message, EOPNOTSUPP, "")
         }
@@ -142,13 +178,21 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
         let parent = TrafficControlHandle(rawValue: header.tcm_parent)
         let exclusive = message.flags & UInt16(NLM_F_EXCL) != 0
         if parent != .root {
-            guard qdiscs.contains(where: { $0.index == index && $0.handle.major == parent.major && $0.kind == "prio" }) else {
+            guard let prio = qdiscs.first(where: { $0.index == index && $0.handle.major == parent.major && $0.kind == "prio" }) else {
                 return refuse(message, ENOENT, "Failed to find specified qdisc")
+            }
+            guard let bands = try? PrioOptions.decode(options: prio.options).bands, Int32(parent.minor) <= bands, parent.minor > 0 else {
+                return refuse(message, ENOENT, "Specified class not found")
             }
         }
         if let current = qdiscs.firstIndex(where: { $0.index == index && $0.parent == parent }), qdiscs[current].handle == handle {
             if exclusive { return refuse(message, EEXIST, "Exclusivity flag on, cannot modify") }
+            if qdiscs[current].kind != kind { return refuse(message, EINVAL, "Invalid qdisc name: must match existing qdisc") }
             qdiscs[current].options = options  // a change in place
+            if kind == "prio", let bands = try? PrioOptions.decode(options: options).bands {
+                // Bands beyond the new count go, with their leaves (prio_tune).
+                qdiscs.removeAll { $0.index == index && $0.parent.major == handle.major && Int32($0.parent.minor) > bands }
+            }
         } else {
             if parent == .root {
                 qdiscs.removeAll { $0.index == index }
@@ -162,6 +206,32 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
         }
         return acked(message)
     }
+
+    /// `RTM_NEWTFILTER` for `filter`, as `tcf_fill_node` writes a u32 knode: the handle, priority and
+    /// protocol in the header, `TCA_KIND` "u32", and `TCA_OPTIONS` with the selector and the class.
+    private func filterMessage(_ filter: Filter, flags: UInt16, sequence: UInt32) -> [UInt8] {
+        var out = tcmsg()
+        out.tcm_ifindex = filter.index
+        out.tcm_parent = filter.parent.rawValue
+        out.tcm_handle = filter.handle
+        out.tcm_info = filter.info
+        var inner: [UInt8] = []
+        if !filter.selector.isEmpty { inner += attribute(UInt16(TCA_U32_SEL), filter.selector) }
+        inner += attribute(UInt16(TCA_U32_CLASSID), hostBytes(filter.classID))
+        return NetlinkTesting.message(
+            type: UInt16(RTM_NEWTFILTER), flags: flags, sequence: sequence, portID: port,
+            payload: rawBytes(of: out) + stringAttribute(UInt16(TCA_KIND), "u32") + attribute(UInt16(TCA_OPTIONS), inner))
+    }
+
+    /// The filters of interface `index` as a dump would report them, in priority order.
+    func reported(_ index: Int32) throws -> [TrafficFilter] {
+        try filters.filter { $0.index == index }.sorted { $0.priority < $1.priority }.map { filter in
+            try TrafficFilter.decode(try NetlinkMessage.parse(datagram: filterMessage(filter, flags: 0, sequence: 1))[0])
+        }
+    }
+
+    /// The filters of interface `index`, one entry per priority, in priority order.
+    func priorities(_ index: Int32) -> [UInt16] { Set(filters.filter { $0.index == index }.map(\.priority)).sorted() }
 
     private func qdiscMessage(_ entry: Entry, sequence: UInt32) -> [UInt8] {
         var header = tcmsg()

@@ -124,9 +124,16 @@ final class NetemBackendTests: XCTestCase {
 
         let client = Array(lab.clientTransport.sent.dropFirst(before.0)).map(SentMessage.split)
         let router = Array(lab.routerTransport.sent.dropFirst(before.1)).map(SentMessage.split)
-        XCTAssertEqual(client.map { $0.map(\.type) }, [[UInt16(RTM_NEWQDISC), UInt16(RTM_NEWQDISC), UInt16(RTM_GETQDISC)]])
+        // Client: two grafts, the DNS filters anew in the other priority range (echoed), the old ones
+        // deleted last to first, the sentinel after them, the dump.
+        XCTAssertEqual(
+            client.map { $0.map(\.type) },
+            [[UInt16(RTM_NEWQDISC)] * 2 + [UInt16(RTM_NEWTFILTER)] * 4 + [UInt16(RTM_DELTFILTER)] * 5 + [UInt16(RTM_GETQDISC)]])
+        let batch = try XCTUnwrap(client.first)
+        XCTAssertTrue(batch[2..<6].allSatisfy { $0.flags & UInt16(NLM_F_ECHO) != 0 }, "filters are added with NLM_F_ECHO")
+        XCTAssertEqual(batch[6..<11].map { UInt16($0.payload.load(tcmsg.self, at: 0)!.tcm_info >> 16) }, [4, 3, 2, 1, 5])
         XCTAssertEqual(router.map { $0.map(\.type) }, [[UInt16(RTM_NEWQDISC), UInt16(RTM_GETQDISC)]])
-        XCTAssertEqual(report.requests, 5)
+        XCTAssertEqual(report.requests, 14)
         XCTAssertEqual(report.roundTrips, 2)
 
         XCTAssertEqual(try netem(lab.router, parent: .root).0, TrafficControlHandle(major: 2, minor: 0))
@@ -136,12 +143,13 @@ final class NetemBackendTests: XCTestCase {
         XCTAssertEqual(dns, TrafficControlHandle(major: 0x21, minor: 0))
         XCTAssertEqual(uplink.delay, 100_000_000)
         XCTAssertEqual(uplinkDNS.delay, 1_100_000_000, "the DNS band carries the DNS delay on top")
-        XCTAssertEqual(lab.client.filters.count, 4, "the tree stays: no filter is added twice")
+        XCTAssertEqual(lab.client.priorities(20), [1001, 1002, 1003, 1004], "the DNS filters moved; none is left twice")
 
-        // And back: the first handles again.
+        // And back: the first handles and priorities again.
         try lab.backend.apply(try edge)
         XCTAssertEqual(try netem(lab.router, parent: .root).0, Self.h1)
         XCTAssertEqual(try netem(lab.client, parent: Self.class11).0, TrafficControlHandle(major: 0x10, minor: 0))
+        XCTAssertEqual(lab.client.priorities(20), [1, 2, 3, 4])
     }
 
     func testStaleMemoryIsRefusedByTheExclusiveGraftThenReadAndRetried() throws {

@@ -10,7 +10,7 @@ import XCTest
 /// few corruptions of those replies.
 final class DecoderTests: XCTestCase {
     /// Reply fixtures this class reads; GoldenBytesTests checks that every fixture is used somewhere.
-    static let replyFixtures = ["reply-link", "reply-addr", "reply-route", "reply-route6", "reply-qdisc"]
+    static let replyFixtures = ["reply-link", "reply-addr", "reply-route", "reply-route6", "reply-qdisc", "reply-filter"]
 
     static let newLink = UInt16(RTM_NEWLINK)
     static let newAddress = UInt16(RTM_NEWADDR)
@@ -186,6 +186,7 @@ final class DecoderTests: XCTestCase {
         Decoder(type: newAddress, headerSize: 8, required: []) { _ = try InterfaceAddress.decode($0) },
         Decoder(type: newRoute, headerSize: 12, required: []) { _ = try Route.decode($0) },
         Decoder(type: newQdisc, headerSize: 20, required: []) { _ = try Qdisc.decode($0) },
+        Decoder(type: UInt16(RTM_NEWTFILTER), headerSize: 20, required: []) { _ = try TrafficFilter.decode($0) },
     ]
 
     /// The top-level attributes of a payload: (type, start, length).

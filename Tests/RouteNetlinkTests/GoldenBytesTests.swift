@@ -106,12 +106,12 @@ final class GoldenBytesTests: XCTestCase {
     func testRouteRequestsMatchIproute2() throws { try assertGroupMatches("route") }
     func testQdiscRequestsMatchIproute2() throws { try assertGroupMatches("qdisc") }
 
-    /// Every file in Fixtures/ is used: request fixtures by a case above or in TrafficControlGoldenTests,
-    /// reply fixtures by DecoderTests.
+    /// Every file in Fixtures/ is used: request fixtures by a case above, in TrafficControlGoldenTests or in
+    /// TargetGoldenTests, reply fixtures by DecoderTests.
     func testEveryFixtureIsCovered() throws {
         let files = Set(try Fixture.allNames())
         let requests = Set(Self.cases.keys)
-        let trafficControl = Set(TrafficControlGoldenTests.cases.keys)
+        let trafficControl = Set(TrafficControlGoldenTests.cases.keys).union(TargetGoldenTests.cases.keys)
         let replies = Set(DecoderTests.replyFixtures)
         XCTAssertTrue(requests.isDisjoint(with: replies))
         XCTAssertTrue(trafficControl.isDisjoint(with: requests.union(replies)))

@@ -7,23 +7,74 @@ import Sandboxing
 
 /// Puts profiles on the sandbox's wire with netem qdiscs, through netlink.
 ///
-/// Per site (see ``ConditionSite``):
-/// - downlink: a netem qdisc at the root (`tc qdisc replace dev c-wl0 root handle 1: netem …`);
-/// - uplink: a two-band `prio` root whose band 1:1 holds the profile's netem and band 1:2 the same netem
-///   with the DNS delay added; u32 filters send UDP and TCP to port 53 (IPv4 and IPv6) to 1:2. The shape
-///   is the same with or without a DNS delay, so switching profiles never rebuilds the tree.
+/// Per site (see ``ConditionSite``; `wl0` is the client's end, `c-wl0` the router's), for a profile
+/// without targets:
 ///
-/// A switch grafts a *new* netem qdisc (alternating handles 1:/2:, 10:/11:, 20:/21:) in place of the old
-/// one. The graft is atomic, so there is never a moment without conditions, and the new qdisc starts from
-/// exactly the profile's parameters (changing a netem qdisc in place would keep attributes the request
-/// leaves out, such as an earlier rate). Packets queued in the old qdisc are dropped, as on a real
-/// network change.
+/// ```
+/// # downlink: a netem at the root
+/// tc qdisc replace dev c-wl0 root handle 1: netem …                  (2: at the next switch, and so on)
+/// # uplink: DNS queries to band 1:2, everything else to 1:1
+/// tc qdisc replace dev wl0 root handle 1: prio bands 2 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+/// tc qdisc replace dev wl0 parent 1:1 handle 10: netem …            (the profile's uplink; 11: next)
+/// tc qdisc replace dev wl0 parent 1:2 handle 20: netem …            (the same plus the DNS delay; 21: next)
+/// tc filter add dev wl0 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff match ip dport 53 0xffff flowid 1:2
+/// tc filter add dev wl0 parent 1: protocol ip prio 2 u32 match ip protocol 6 0xff match ip dport 53 0xffff flowid 1:2
+/// tc filter add dev wl0 parent 1: protocol ipv6 prio 3 u32 match ip6 protocol 17 0xff match ip6 dport 53 0xffff flowid 1:2
+/// tc filter add dev wl0 parent 1: protocol ipv6 prio 4 u32 match ip6 protocol 6 0xff match ip6 dport 53 0xffff flowid 1:2
+/// ```
 ///
-/// Each namespace gets one batch — its grafts, and a qdisc dump appended to read everything back — in
-/// one datagram, on a socket kept open across applies (``NamespaceConnectionPool``), addressed by the
-/// sandbox's fixed interface indexes. What the kernel reports is compared with what was sent; a mismatch
-/// is an error. A backend remembers the trees it installed; copies share that memory, so keep one backend
-/// per sandbox for fast switches (a new backend reads the trees first: one more round trip).
+/// and with targets (``Profile/targets``; here one, `198.19.0.0/24`, the server's subnet), where only
+/// matching traffic, either way, gets the conditions and the rest passes untouched:
+///
+/// ```
+/// # downlink: targeted traffic (by its source) to the netem at 3:1, the rest to an untouched pfifo
+/// tc qdisc replace dev c-wl0 root handle 3: prio bands 2 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1
+/// tc qdisc replace dev c-wl0 parent 3:1 handle 10: netem …
+/// tc qdisc replace dev c-wl0 parent 3:2 handle 40: pfifo
+/// tc filter add dev c-wl0 parent 3: protocol ip prio 1 u32 match ip src 198.19.0.0/24 flowid 3:1
+/// # uplink: DNS to a target gets the conditions and the DNS delay (1:2), other DNS the DNS delay alone
+/// # (1:3), targeted traffic (by its destination) the conditions (1:1), the rest nothing (1:4)
+/// tc qdisc replace dev wl0 root handle 1: prio bands 4 priomap 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3
+/// tc qdisc replace dev wl0 parent 1:1 handle 10: netem …
+/// tc qdisc replace dev wl0 parent 1:2 handle 20: netem …            (the uplink plus the DNS delay)
+/// tc qdisc replace dev wl0 parent 1:3 handle 30: netem delay DNSDELAY limit …
+/// tc qdisc replace dev wl0 parent 1:4 handle 40: pfifo
+/// tc filter add dev wl0 parent 1: protocol ip prio 1 u32 match ip dst 198.19.0.0/24 match ip protocol 17 0xff match ip dport 53 0xffff flowid 1:2
+/// tc filter add dev wl0 parent 1: protocol ip prio 2 u32 match ip dst 198.19.0.0/24 match ip protocol 6 0xff match ip dport 53 0xffff flowid 1:2
+/// tc filter add dev wl0 parent 1: protocol ip prio 3 u32 match ip protocol 17 0xff match ip dport 53 0xffff flowid 1:3
+/// …                                                                  (prio 4 to 6: TCP, IPv6 UDP and TCP to port 53)
+/// tc filter add dev wl0 parent 1: protocol ip prio 7 u32 match ip dst 198.19.0.0/24 flowid 1:1
+/// ```
+///
+/// (``NetemClassification`` writes the filters of any target: IPv4 or IPv6 prefixes, TCP, UDP or ICMP —
+/// ICMPv6 on IPv6 —, ports; a port without a protocol means TCP and UDP.)
+///
+/// A switch grafts a *new* netem qdisc (alternating handles) in place of each old one. The graft is
+/// atomic, so there is never a moment without conditions, and the new qdisc starts from exactly the
+/// profile's parameters (changing a netem qdisc in place would keep attributes the request leaves out,
+/// such as an earlier rate). Packets queued in the old qdisc are dropped, as on a real network change.
+/// The filters are replaced too, every time: the new ones are added in the other of two priority ranges
+/// (1…1000, 1001…2000), then the old ones deleted, so none is ever stale and each new one is read back.
+///
+/// The tree's shape follows the targets, and a switch between a profile with targets and one without
+/// rebuilds it in place, in an order that gives every packet either its old treatment or its new one
+/// (``NetemInstaller``): the uplink's prio grows to four bands with its old priomap, gets its new leaves
+/// and filters, then changes its priomap, loses the old filters, and shrinks — the prio itself is never
+/// replaced. The downlink going back to a netem at the root is one graft at the root. The one exception
+/// is the downlink going *to* targets: a new prio replaces the root netem, and until the netem grafted
+/// under 3:1 by the next request of the same datagram is in place (microseconds, the kernel handles the two
+/// back to back) its traffic passes the prio's default band unconditioned. Keeping a netem at the root for
+/// profiles without targets is worth that: it is the tree every catalog profile has, and a switch between
+/// them stays one graft. (One shape for all — a prio on the downlink too — would avoid the moment at the
+/// cost of a prio and a pfifo on every downlink.)
+///
+/// Each namespace gets one batch — its grafts and filters, and a qdisc dump appended to read everything
+/// back — in one datagram, on a socket kept open across applies (``NamespaceConnectionPool``), addressed by
+/// the sandbox's fixed interface indexes. What the kernel reports is compared with what was sent: every
+/// netem, prio and pfifo with the dump, every filter with the copy the kernel echoes (`NLM_F_ECHO`; a
+/// second dump cannot share the datagram); a difference or a missing one is an error. A backend remembers
+/// the trees it installed; copies share that memory, so keep one backend per sandbox for fast switches (a
+/// new backend reads the trees first: one more round trip, and one per filter list).
 public struct NetemBackend: ConditioningBackend {
     /// The sandbox whose sites are conditioned.
     public let sandbox: Sandbox
@@ -102,8 +153,8 @@ public struct NetemBackend: ConditioningBackend {
     }
 
     /// Puts `profile` on the sites of `links` (nil: every client link). Equivalent to a series of
-    /// `tc qdisc replace` and `tc filter add` commands in the sandbox's namespaces, then `tc -s qdisc show`
-    /// in each. The profile must have been validated (parsing does that). Holds the sandbox's lock.
+    /// `tc qdisc replace`, `tc filter add` and `tc filter del` commands in the sandbox's namespaces (see
+    /// above), then `tc -s qdisc show` in each. The profile must have been validated (parsing does that). Holds the sandbox's lock.
     @discardableResult
     public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
         // Everything that can fail without the kernel (what netem cannot do, distribution tables) is done first.
@@ -116,7 +167,9 @@ public struct NetemBackend: ConditioningBackend {
             NetemPlan(
                 uplink: try NetemMapping.parameters(for: profile.uplink, distributions: tables),
                 uplinkDNS: try NetemMapping.parameters(for: profile.uplink, extraDelay: profile.dnsDelay, distributions: tables),
-                downlink: try NetemMapping.parameters(for: profile.downlink, distributions: tables))
+                uplinkDNSOnly: try NetemMapping.parameters(for: .unconditioned, extraDelay: profile.dnsDelay, distributions: tables),
+                downlink: try NetemMapping.parameters(for: profile.downlink, distributions: tables),
+                targets: profile.targets)
         }
         var recorded = try state()
         let sites = Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)

@@ -2,11 +2,20 @@ import Profiles
 import Sandboxing
 
 extension NetemBackend {
-    /// Refuses what netem cannot do, before anything touches the kernel: a trace-driven direction
-    /// (netem has no trace; the userspace engine replays it).
+    /// Refuses what netem cannot do, before anything touches the kernel: a trace-driven direction (netem has
+    /// no trace; the userspace engine replays it), and more targets than one filter priority range holds.
+    ///
+    /// Targets are netem's too: u32 filters in front of the netem bands match the far end's prefix, protocol
+    /// and port (``NetemClassification``), with the userspace engine's semantics, except that the port
+    /// filters read a fixed offset: an IPv4 packet with options or an IPv6 packet with extension headers
+    /// does not match a target that names a port (nor a DNS filter), as with iproute2's `match ip dport`.
     static func checkSupported(_ profile: Profile) throws(SandboxError) {
         for (name, conditions) in [("uplink", profile.uplink), ("downlink", profile.downlink)] where conditions.trace != nil {
             throw .unsupported(detail: "profile '\(profile.name)': the \(name) follows a delivery trace, which netem cannot replay; use the userspace engine ('--backend userspace', after 'linkcond down' of a netem sandbox)")
+        }
+        let filters = NetemShape.rules(.uplink, targets: profile.targets).count
+        if filters > NetemShape.filtersPerRange {
+            throw .unsupported(detail: "profile '\(profile.name)': its \(profile.targets.count) targets need \(filters) u32 filters on the uplink, more than the \(NetemShape.filtersPerRange) the netem backend gives a site; merge targets into wider prefixes, or use the userspace engine")
         }
     }
 }
