@@ -12,7 +12,7 @@ public enum CommandTree {
             pairs, and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
-        subcommands: [up, down, status, exec, apply, clear, show, profiles, monitor, run, doctor, serve, engine],
+        subcommands: [up, down, status, exec, apply, clear, show, profiles, trace, monitor, run, doctor, serve, engine],
         examples: [
             "sudo linkcond up",
             "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
@@ -188,4 +188,30 @@ public enum CommandTree {
             nameOption,
             .value("store", valueName: "dir", help: "the sandbox store holding the control socket", defaultDescription: "/run/linkcond"),
         ])
+
+    static let trace = CommandSpec(
+        "trace",
+        abstract: "Delivery traces (Mahimahi's format) for a profile's \"trace\": summarize one, or make one from rates.",
+        discussion: """
+            A trace has one millisecond per line: when one 1500-byte delivery opportunity occurs; it repeats
+            with its last line as the period. A profile direction with "trace": "FILE" (next to the profile)
+            delivers by it instead of a fixed rate (userspace backend).
+            """,
+        subcommands: [
+            CommandSpec(
+                "summary", abstract: "Duration, mean rate and percentiles of the rate per second of a trace file.",
+                options: [.flag("json", help: "print JSON (with the rate of every second)")],
+                positionals: [PositionalSpec("trace", help: "a trace file")],
+                examples: ["linkcond trace summary profiles/traces/lte-driving.trace"]),
+            CommandSpec(
+                "from-csv", abstract: "Write a trace that delivers the rates of a TIME,RATE CSV.",
+                discussion: """
+                    Each row: the time its rate starts (seconds, or with a unit such as 1500ms; the first at 0)
+                    and the rate (bits per second, or with a unit such as 12mbit). A row's rate lasts until the
+                    next row; the last row's as long as the one before it.
+                    """,
+                positionals: [PositionalSpec("csv", help: "the CSV file"), PositionalSpec("output", help: "the trace file to write")],
+                examples: ["linkcond trace from-csv rates.csv drive.trace"]),
+        ],
+        examples: ["linkcond trace summary drive.trace", "linkcond trace from-csv rates.csv drive.trace"])
 }

@@ -32,6 +32,9 @@ public enum LinkcondCLI {
             if parsed.subcommandPath[0] == "profiles" {
                 return try ConditionCommands.profiles(parsed)
             }
+            if parsed.subcommandPath[0] == "trace" {
+                return try TraceCommand.run(parsed)
+            }
             if geteuid() != 0 {
                 throw SandboxError.notRoot
             }

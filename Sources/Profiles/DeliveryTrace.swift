@@ -13,6 +13,12 @@ public struct DeliveryTrace: Sendable, Equatable {
 
     /// The opportunities of one period, in milliseconds from the start of the period, non-decreasing.
     public let milliseconds: [UInt32]
+    /// The file the trace was read from, as the profile names it (relative to the profile's folder); not
+    /// part of the trace's identity: two traces with the same opportunities are equal.
+    public var file: String?
+
+    /// Two traces are equal when their opportunities are.
+    public static func == (lhs: DeliveryTrace, rhs: DeliveryTrace) -> Bool { lhs.milliseconds == rhs.milliseconds }
 
     /// A trace from its opportunities; they must be non-decreasing, at least one, and the last above 0.
     public init(milliseconds: [UInt32]) throws(EmulationInputError) {

@@ -44,7 +44,7 @@ public enum ProfileParser {
     /// (``ProfileValidator``).
     public static func parse(data: [UInt8], source: String) throws(ProfileError) -> Profile {
         let document = try JSONParser.document(data, file: source, maximumDepth: 16)
-        var profile = try ProfileReader(root: document.root).profile()
+        var profile = try ProfileReader(root: document.root, source: source).profile()
         profile.source = source
         try ProfileValidator(locator: DocumentLocator(file: source, document: document)).check(profile)
         return profile

@@ -6,9 +6,22 @@ import JSONDocument
 struct ProfileReader {
     /// The document's value.
     let root: JSONElement
+    /// The profile's file; a trace's path is resolved against its folder.
+    var source: String? = nil
+
+    /// The most bytes a delivery trace file may hold.
+    static let maximumTraceSize = 64 << 20
+    static let traceExpectation =
+        "a delivery trace file in Mahimahi's format (one millisecond per line), such as \"lte-driving.trace\", "
+        + "relative to the profile's folder"
+    static let targetsExpectation =
+        "a list of targets such as [{\"to\": \"198.19.0.0/24\", \"protocol\": \"tcp\", \"port\": 443}]"
+    static let targetExpectation =
+        "a target such as {\"to\": \"198.19.0.0/24\", \"protocol\": \"tcp\", \"port\": 443} (\"protocol\" tcp, udp "
+        + "or icmp and \"port\" are optional)"
 
     static let profileExpectation =
-        "a profile: an object with \"name\" and optionally \"description\", \"downlink\", \"uplink\" and \"dnsDelay\""
+        "a profile: an object with \"name\" and optionally \"description\", \"downlink\", \"uplink\", \"dnsDelay\" and \"targets\""
     static let conditionsExpectation =
         "link conditions: an object such as {\"rate\": \"240kbit\", \"delay\": \"400ms\"}"
     static let jitterExpectation =
@@ -57,7 +70,7 @@ struct ProfileReader {
 
     func profile() throws(DocumentError) -> Profile {
         let fields = try root.fields(
-            ["name", "description", "downlink", "uplink", "dnsDelay"], expected: Self.profileExpectation)
+            ["name", "description", "downlink", "uplink", "dnsDelay", "targets"], expected: Self.profileExpectation)
         let name = try fields.require("name", expected: "a \"name\" such as \"edge\" (the file name without .json)")
         var profile = Profile(name: try name.string(expected: "a profile name as a string, such as \"edge\""))
         if let description = fields["description"] {
@@ -66,12 +79,47 @@ struct ProfileReader {
         profile.downlink = try fields["downlink"].map(conditions) ?? .unconditioned
         profile.uplink = try fields["uplink"].map(conditions) ?? .unconditioned
         if let dnsDelay = fields["dnsDelay"] { profile.dnsDelay = try time(dnsDelay) }
+        if let targets = fields["targets"] { profile.targets = try targets.array(expected: Self.targetsExpectation).map(target) }
         return profile
+    }
+
+    /// One traffic target: `{"to": PREFIX, "protocol": "tcp|udp|icmp", "port": N}`.
+    func target(_ element: JSONElement) throws(DocumentError) -> TrafficTarget {
+        let fields = try element.fields(["to", "protocol", "port"], expected: Self.targetExpectation)
+        let to = try fields.require("to", expected: "\"to\": the far end's address or prefix, such as \"198.19.0.0/24\"")
+        let prefix = try to.string(expected: "an address or prefix as a string, such as \"198.19.0.0/24\"")
+        let protocolName = try fields["protocol"]?.string(expected: "\"tcp\", \"udp\" or \"icmp\"")
+        let port = try fields["port"].map { element throws(DocumentError) in
+            try element.integer(UInt16.self, expected: "a port from 1 to 65535")
+        }
+        do {
+            return try TrafficTarget(to: prefix, protocol: protocolName, port: port)
+        } catch {
+            let culprit = error.problem.contains("port") ? fields["port"] ?? element
+                : error.problem.contains("protocol") ? fields["protocol"] ?? element : to
+            throw culprit.error(error.problem, expected: error.expected, kind: .invalidValue)
+        }
+    }
+
+    /// A direction's delivery trace, read from the file the profile names (relative to its folder).
+    func trace(_ element: JSONElement) throws(DocumentError) -> DeliveryTrace {
+        let written = try element.string(expected: Self.traceExpectation)
+        var folder = "."
+        if let source, let slash = source.lastIndex(of: "/") { folder = String(source[..<slash]) }
+        let path = written.hasPrefix("/") ? written : "\(folder)/\(written)"
+        let bytes = try DocumentFile.read(path, maximumSize: Self.maximumTraceSize, expected: "a delivery trace file")
+        do {
+            var trace = try DeliveryTrace(parsing: String(decoding: bytes, as: UTF8.self), source: path)
+            trace.file = written
+            return trace
+        } catch {
+            throw element.error(error.description, expected: Self.traceExpectation, kind: .invalidValue)
+        }
     }
 
     func conditions(_ element: JSONElement) throws(DocumentError) -> LinkConditions {
         let fields = try element.fields(
-            ["rate", "delay", "jitter", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn"],
+            ["rate", "delay", "jitter", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn", "trace"],
             expected: Self.conditionsExpectation)
         var conditions = LinkConditions()
         if let rate = fields["rate"] { conditions.rate = try self.rate(rate) }
@@ -88,6 +136,7 @@ struct ProfileReader {
             conditions.queueLimit = try count(queueLimit, expected: ProfileValidator.queueLimitExpectation)
         }
         if let ecn = fields["ecn"] { conditions.ecn = try ecn.bool(expected: "true or false") }
+        conditions.trace = try fields["trace"].map(trace)
         return conditions
     }
 

@@ -23,7 +23,15 @@ struct ProfileValidator {
         try check(profile.downlink, at: JSONPath.root.appending("downlink"))
         try check(profile.uplink, at: JSONPath.root.appending("uplink"))
         try locator.checkTime(profile.dnsDelay, at: JSONPath.root.appending("dnsDelay"))
+        if profile.targets.count > Self.maximumTargets {
+            throw locator.error(
+                .outOfRange, at: JSONPath.root.appending("targets"), problem: "\(profile.targets.count) targets",
+                expected: "at most \(Self.maximumTargets) targets (each becomes classifier rules on every link)")
+        }
     }
+
+    /// The most targets a profile may have.
+    static let maximumTargets = 64
 
     /// A probability from 0 to 1.
     func checkFraction(_ value: Double, at path: JSONPath) throws(DocumentError) {
@@ -76,6 +84,13 @@ struct ProfileValidator {
             try check(reorder, delay: conditions.delay, at: base.appending("reorder"))
         }
         if let slot = conditions.slot { try check(slot, at: base.appending("slot")) }
+        if conditions.trace != nil {
+            for (key, present) in [("rate", conditions.rate != nil), ("slot", conditions.slot != nil)] where present {
+                throw locator.error(
+                    .conflict, at: base.appending(key), problem: "a \"\(key)\" beside a \"trace\"",
+                    expected: "one of them: the trace's delivery opportunities are the link's rate and its bursts")
+            }
+        }
         if let queueLimit = conditions.queueLimit {
             try checkCount(
                 queueLimit, in: 1...UInt32.max, at: base.appending("queueLimit"), expected: Self.queueLimitExpectation)

@@ -11,6 +11,14 @@ enum ProfileWriter {
         if profile.downlink != .unconditioned { members.append(("downlink", json(profile.downlink))) }
         if profile.uplink != .unconditioned { members.append(("uplink", json(profile.uplink))) }
         if profile.dnsDelay > 0 { members.append(("dnsDelay", .string(Quantity.formatTime(profile.dnsDelay)))) }
+        if !profile.targets.isEmpty {
+            members.append(("targets", .array(profile.targets.map { target in
+                var object: [(key: String, value: JSONValue)] = [("to", .string(target.to.description))]
+                if let name = target.protocol { object.append(("protocol", .string(name.rawValue))) }
+                if let port = target.port { object.append(("port", .number(JSONNumber(Int(port))))) }
+                return .object(object)
+            })))
+        }
         return .object(members)
     }
 
@@ -79,6 +87,7 @@ enum ProfileWriter {
             members.append(("queueLimit", .number(JSONNumber(Int(queueLimit)))))
         }
         if conditions.ecn { members.append(("ecn", .bool(true))) }
+        if let trace = conditions.trace, let file = trace.file { members.append(("trace", .string(file))) }
         return .object(members)
     }
 }

@@ -19,15 +19,19 @@ public struct SandboxState: Codable, Sendable, Equatable {
         public var appliedAt: String
         /// The client links it is on (`wifi`, `cellular`); nil for every link.
         public var links: [String]?
+        /// The traffic it applies to (`tcp 198.19.0.0/24 port 443`); nil for all traffic.
+        public var targets: [String]?
 
         /// A record of `profile` (read from `source`) applied now.
         public init(
-            profile: String, source: String?, appliedAt: String = ISO8601DateFormatter().string(from: Date()), links: [String]? = nil
+            profile: String, source: String?, appliedAt: String = ISO8601DateFormatter().string(from: Date()), links: [String]? = nil,
+            targets: [String]? = nil
         ) {
             self.profile = profile
             self.source = source
             self.appliedAt = appliedAt
             self.links = links
+            self.targets = targets
         }
     }
 

@@ -74,7 +74,8 @@ public struct EngineBackend: ConditioningBackend {
             }
         }
         recorded.conditions = SandboxState.AppliedConditions(
-            profile: profile.name, source: profile.source, links: links.map { $0.map(\.rawValue).sorted() })
+            profile: profile.name, source: profile.source, links: links.map { $0.map(\.rawValue).sorted() },
+            targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
         try sandbox.store.save(recorded)
         return ApplyReport(
             profile: profile.name, backend: .userspace, sites: applied.flatMap(sites), duration: MonotonicClock.seconds() - started,

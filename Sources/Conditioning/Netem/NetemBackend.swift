@@ -182,7 +182,8 @@ public struct NetemBackend: ConditioningBackend {
         }
         let duration = MonotonicClock.seconds() - started
         recorded.conditions = SandboxState.AppliedConditions(
-            profile: profile.name, source: profile.source, appliedAt: Self.now(), links: links.map { $0.map(\.rawValue).sorted() })
+            profile: profile.name, source: profile.source, appliedAt: Self.now(), links: links.map { $0.map(\.rawValue).sorted() },
+            targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
         try sandbox.store.save(recorded)
         return ApplyReport(
             profile: profile.name, backend: .netem, sites: sites, duration: duration, requests: sent.requests, roundTrips: sent.datagrams)

@@ -49,6 +49,7 @@ enum ConditionCommands {
         Output.print("applied '\(profile.name)' to sandbox '\(topology.name)'\(on) with \(report.backend.rawValue) (\(report.requests) \(unit), \(milliseconds) ms, read back and verified)")
         Output.print("  downlink: \(ProfileSummary.direction(profile.downlink))")
         Output.print("  uplink:   \(ProfileSummary.direction(profile.uplink))\(profile.dnsDelay > 0 ? "; DNS +\(ProfileSummary.time(profile.dnsDelay))" : "")")
+        if !profile.targets.isEmpty { Output.print("  only for: " + profile.targets.map(\.description).joined(separator: "; ")) }
         return 0
     }
 
@@ -86,6 +87,7 @@ enum ConditionCommands {
         }
         let profileText = applied.map { "profile '\($0.profile)' applied \($0.appliedAt)\($0.links.map { " on " + $0.joined(separator: ", ") } ?? "")" } ?? "no profile applied"
         Output.print("sandbox '\(topology.name)': \(profileText), conditions by \(backend.kind.rawValue)")
+        if let targets = applied?.targets { Output.print("  only for: " + targets.joined(separator: "; ") + " (other traffic passes untouched; DNS gets its delay)") }
         for site in installed {
             Output.print("  \(site.site.direction.rawValue) \(site.site.link) — \(site.site.interface) in \(site.site.namespace)")
             for qdisc in site.qdiscs {
@@ -151,6 +153,9 @@ enum ProfileSummary {
     static func direction(_ conditions: LinkConditions) -> String {
         if conditions.isNeutral { return "unchanged" }
         var words: [String] = []
+        if let trace = conditions.trace {
+            words.append("trace \(trace.file ?? "") (mean \(Quantity.formatRate(UInt64(trace.summary.meanRate.rounded()))))")
+        }
         if let rate = conditions.rate {
             words.append(rate % 1_000_000 == 0 ? "\(rate / 1_000_000)mbit" : (rate % 1000 == 0 ? "\(rate / 1000)kbit" : "\(rate)bit"))
         }
