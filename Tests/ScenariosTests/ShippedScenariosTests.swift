@@ -22,7 +22,9 @@ final class ShippedScenariosTests: XCTestCase {
     func testEveryShippedScenarioIsValid() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.directory)
             .filter { $0.hasSuffix(".json") }.sorted()
-        XCTAssertEqual(files, ["captive-portal.json", "flaky-wifi.json", "handover.json", "slow-dns.json", "tunnel.json"])
+        XCTAssertEqual(files, [
+            "captive-portal.json", "flaky-wifi.json", "handover.json", "ipv6-outage.json", "slow-dns.json", "tunnel.json", "wifi-to-3g.json",
+        ])
         for file in files {
             let scenario: Scenario
             do {
@@ -145,5 +147,19 @@ final class ShippedScenariosTests: XCTestCase {
         XCTAssertTrue(slow.expectations.contains {
             $0.lane == .path && $0.rule == .holds(state: "satisfied", duringStep: "slow-dns")
         })
+    }
+
+    /// The scenarios of the features beyond the presets: one profile per link, one family at a time.
+    func testPerLinkAndPerFamilyScenarios() throws {
+        let handover = try load("wifi-to-3g")
+        XCTAssertTrue(handover.cellular)
+        XCTAssertEqual(
+            handover.steps.map(\.action),
+            [.apply(profile: "wifi", link: .wifi), .apply(profile: "3g", link: .cellular), .handover(to: .cellular), .handover(to: .wifi)])
+        let outage = try load("ipv6-outage")
+        XCTAssertEqual(
+            outage.steps.map(\.action),
+            [.clear(), .removeDefaultRoute(link: .wifi, family: .ipv6), .restoreDefaultRoute(link: .wifi, family: .ipv6)])
+        XCTAssertEqual(outage.expectations.compactMap(\.family), [.ipv6, .ipv6, .ipv4, .ipv6])
     }
 }
