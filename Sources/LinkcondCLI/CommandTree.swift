@@ -8,8 +8,10 @@ public enum CommandTree {
         "linkcond",
         abstract: "A network-condition lab: put a bad network between a device and a server, and watch what happens.",
         discussion: """
-            linkcond builds a sandbox of three network namespaces (client, router, server) joined by veth
-            pairs, and runs programs as the "client" device. Nothing in the host's own network namespace is
+            linkcond builds a sandbox of network namespaces (client, router, server, and with the userspace
+            backend a wire between client and router) joined by veth pairs, puts a network profile on the
+            client's links (netem through netlink, or linkcond's userspace engine on kernels without netem),
+            and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
         subcommands: [up, down, status, exec, apply, clear, show, profiles, trace, monitor, run, doctor, serve, engine],
@@ -26,8 +28,13 @@ public enum CommandTree {
         discussion: """
             The client reaches the server through the router over IPv4 (198.18.0.0/15) and IPv6
             (2001:2::/48). The server answers HTTP (/generate_204 gives 204), TCP and UDP echo on port 7,
-            and DNS for *.linkcond.test. Running 'up' on a sandbox that is up already changes nothing.
-            What was made is recorded in /run/linkcond/NAME.json, so 'down' removes exactly that.
+            and DNS for *.linkcond.test. Running 'up' on a sandbox that is up and healthy changes nothing;
+            a broken one (something deleted from outside, a process that died) is rebuilt. --backend
+            chooses how conditions will be made: netem needs a kernel with sch_netem; userspace adds a wire
+            namespace with linkcond's engine in each client link and works on any kernel; auto (the default)
+            takes netem when the kernel has it. What was made is recorded in /run/linkcond/NAME.json (or
+            $LINKCOND_STORE), and everything is named after the sandbox, so 'down' removes it even after a
+            crash. One command at a time changes a sandbox; a second one waits (LINKCOND_LOCK_TIMEOUT, 60 s).
             """,
         options: [
             nameOption,
