@@ -44,7 +44,7 @@ enum ConditionCommands {
             return 0
         }
         let milliseconds = String(format: "%.1f", report.duration * 1000)
-        let unit = report.backend == .netem ? "netlink requests" : "engine requests"
+        let unit = (report.backend == .netem ? "netlink request" : "engine request") + (report.requests == 1 ? "" : "s")
         let on = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
         Output.print("applied '\(profile.name)' to sandbox '\(topology.name)'\(on) with \(report.backend.rawValue) (\(report.requests) \(unit), \(milliseconds) ms, read back and verified)")
         Output.print("  downlink: \(ProfileSummary.direction(profile.downlink))")
