@@ -37,7 +37,7 @@ final class ProfileParserTests: XCTestCase {
     }
 
     private static let directionKeys =
-        #""rate", "delay", "jitter", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn""#
+        #""rate", "delay", "jitter", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn", "trace""#
 
     // MARK: The five "done when" cases
 
@@ -159,7 +159,7 @@ final class ProfileParserTests: XCTestCase {
         XCTAssertEqual(unknown.kind, .unknownKey)
         XCTAssertEqual(
             unknown.description,
-            #"profiles/bad.json: $.dnsdelay (line 2, column 2): unknown key "dnsdelay" (did you mean "dnsDelay"?): expected one of "name", "description", "downlink", "uplink", "dnsDelay""#
+            #"profiles/bad.json: $.dnsdelay (line 2, column 2): unknown key "dnsdelay" (did you mean "dnsDelay"?): expected one of "name", "description", "downlink", "uplink", "dnsDelay", "targets""#
         )
 
         let badName = try XCTUnwrap(profileError(#"{"name": "Edge, Lossy"}"#))
