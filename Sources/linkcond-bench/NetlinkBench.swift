@@ -306,38 +306,98 @@ enum NetlinkBench {
 
     // MARK: Without netem: tbf grafts as a proxy
 
-    static func tbfRows(iterations: Int) throws -> [BenchRow] {
-        let (a, b) = try peerPair("lcb-t-\(getpid())")
-        defer { try? a.delete(); try? b.delete() }
-        let clientA = RouteNetlinkClient(connection: try a.openNetlinkConnection(), namespace: a.name)
-        let clientB = RouteNetlinkClient(connection: try b.openNetlinkConnection(), namespace: b.name)
-        let indexA = try clientA.index(of: "wl0"), indexB = try clientB.index(of: "c-wl0")
-        let fast = RouteNetlinkClient(connection: clientA.connection, namespace: a.name, interfaceIndexes: ["wl0": indexA])
-        let fastB = RouteNetlinkClient(connection: clientB.connection, namespace: b.name, interfaceIndexes: ["c-wl0": indexB])
-        func options(_ k: Int) -> QdiscOptions { .tbf(TokenBucketOptions(rate: k % 2 == 0 ? 97_500 : 30_000, burst: 1600, limit: 3000)) }
-        func handle(_ k: Int) -> TrafficControlHandle { TrafficControlHandle(major: k % 2 == 0 ? 2 : 1, minor: 0) }
-        try fast.replaceQdisc(on: "wl0", handle: handle(1), options: options(1))
-        try fastB.replaceQdisc(on: "c-wl0", handle: handle(1), options: options(1))
-        var ours: [Double] = []
-        for k in 0..<iterations {
-            let start = now()
-            for (client, name) in [(fast, "wl0"), (fastB, "c-wl0")] {
-                let reply = try client.send([.replaceQdisc(interface: name, handle: handle(k), parent: .root, options: options(k), graft: true)], readingBack: true)
-                if let error = reply.firstError { throw error }
-                guard reply.qdiscs.contains(where: { $0.handle == handle(k) && $0.kind == "tbf" }) else { throw RouteNetlinkError.invalidArgument("tbf not read back") }
+    /// The proxy switch on two namespaces joined by a veth: a tbf grafted on each end in place of the other
+    /// handle, each namespace's change and its read-back in one datagram. `ours` goes through
+    /// RouteNetlinkClient, `floor` sends the same bytes from C; `step` alternates the handles.
+    final class TbfSwitch {
+        let a: NamedNamespace, b: NamedNamespace
+        let clientA: RouteNetlinkClient, clientB: RouteNetlinkClient
+        let floorA: FloorSocket, floorB: FloorSocket
+        var step = 1  // the qdiscs installed by init have handle(1)
+
+        init(prefix: String) throws {
+            let (a, b) = try peerPair(prefix)
+            self.a = a
+            self.b = b
+            do {
+                let connectionA = try a.openNetlinkConnection(), connectionB = try b.openNetlinkConnection()
+                let lookupA = RouteNetlinkClient(connection: connectionA, namespace: a.name)
+                let lookupB = RouteNetlinkClient(connection: connectionB, namespace: b.name)
+                clientA = RouteNetlinkClient(connection: connectionA, namespace: a.name, interfaceIndexes: ["wl0": try lookupA.index(of: "wl0")])
+                clientB = RouteNetlinkClient(connection: connectionB, namespace: b.name, interfaceIndexes: ["c-wl0": try lookupB.index(of: "c-wl0")])
+                floorA = try FloorSocket(a)
+                floorB = try FloorSocket(b)
+                try clientA.replaceQdisc(on: "wl0", handle: Self.handle(1), options: Self.options(1))
+                try clientB.replaceQdisc(on: "c-wl0", handle: Self.handle(1), options: Self.options(1))
+            } catch {
+                try? a.delete()
+                try? b.delete()
+                throw error
             }
-            ours.append(Double(now() - start) / 1000)
         }
-        let floorA = try FloorSocket(a), floorB = try FloorSocket(b)
-        var floor: [Double] = []
-        for k in 0..<iterations {
-            var one = try fast.datagram(for: [.replaceQdisc(interface: "wl0", handle: handle(k + iterations), parent: .root, options: options(k), graft: true)], readingBack: true)
-            var two = try fastB.datagram(for: [.replaceQdisc(interface: "c-wl0", handle: handle(k + iterations), parent: .root, options: options(k), graft: true)], readingBack: true)
+
+        func remove() {
+            try? a.delete()
+            try? b.delete()
+        }
+
+        static func options(_ k: Int) -> QdiscOptions { .tbf(TokenBucketOptions(rate: k % 2 == 0 ? 97_500 : 30_000, burst: 1600, limit: 3000)) }
+        static func handle(_ k: Int) -> TrafficControlHandle { TrafficControlHandle(major: k % 2 == 0 ? 2 : 1, minor: 0) }
+
+        /// One switch through linkcond's client; microseconds.
+        @inline(never)
+        func ours() throws -> Double {
+            step += 1
+            let k = step
             let start = now()
-            _ = floorA.exchange(&one)
-            _ = floorB.exchange(&two)
-            floor.append(Double(now() - start) / 1000)
+            for (client, name) in [(clientA, "wl0"), (clientB, "c-wl0")] {
+                let reply = try client.send([.replaceQdisc(interface: name, handle: Self.handle(k), parent: .root, options: Self.options(k), graft: true)], readingBack: true)
+                if let error = reply.firstError { throw error }
+                guard reply.qdiscs.contains(where: { $0.handle == Self.handle(k) && $0.kind == "tbf" }) else {
+                    throw RouteNetlinkError.invalidArgument("tbf not read back")
+                }
+            }
+            return Double(now() - start) / 1000
         }
+
+        /// The same switch from C, the datagrams made before the clock starts; microseconds.
+        @inline(never)
+        func floor() throws -> Double {
+            step += 1
+            let k = step
+            var one = try clientA.datagram(for: [.replaceQdisc(interface: "wl0", handle: Self.handle(k), parent: .root, options: Self.options(k), graft: true)], readingBack: true)
+            var two = try clientB.datagram(for: [.replaceQdisc(interface: "c-wl0", handle: Self.handle(k), parent: .root, options: Self.options(k), graft: true)], readingBack: true)
+            let start = now()
+            let accepted = floorA.exchange(&one) && floorB.exchange(&two)
+            let elapsed = Double(now() - start) / 1000
+            guard accepted else { throw BenchFailure("the floor's tbf graft was refused") }
+            return elapsed
+        }
+    }
+
+    /// Ours and the floor, interleaved (one of each per iteration, the order alternating), so load on the
+    /// machine hits both alike.
+    static func tbfSwitch(iterations: Int) throws -> (ours: [Double], floor: [Double]) {
+        let lab = try TbfSwitch(prefix: "lcb-t-\(getpid())")
+        defer { lab.remove() }
+        var ours: [Double] = [], floor: [Double] = []
+        for _ in 0..<min(20, iterations) { _ = try lab.ours(); _ = try lab.floor() }  // warm up
+        for k in 0..<iterations {
+            if k % 2 == 0 {
+                ours.append(try lab.ours())
+                floor.append(try lab.floor())
+            } else {
+                floor.append(try lab.floor())
+                ours.append(try lab.ours())
+            }
+        }
+        return (ours, floor)
+    }
+
+    static func tbfRows(iterations: Int) throws -> [BenchRow] {
+        let (ours, floor) = try tbfSwitch(iterations: iterations)
+        let (a, b) = try peerPair("lcb-tp-\(getpid())")
+        defer { try? a.delete(); try? b.delete() }
         var peers: [String: Summary] = [:]
         var pair: [Double] = []
         for k in 0..<min(iterations, 40) {

@@ -69,6 +69,14 @@ if CommandLine.arguments.dropFirst().first == "engine" {
     EngineBench.run(parts: Set(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
+// `linkcond-bench switch [N]`: only the in-process switch, ours and the libmnl floor interleaved (for profiling).
+if CommandLine.arguments.dropFirst().first == "switch" {
+    let count = CommandLine.arguments.dropFirst(2).compactMap { Int($0) }.first ?? 1000
+    let (ours, floor) = try NetlinkBench.tbfSwitch(iterations: count)
+    let (o, f) = (percentile(ours, 0.5), percentile(floor, 0.5))
+    print(String(format: "switch (tbf proxy, %d iterations): ours %.1f µs (p95 %.1f), floor %.1f µs (p95 %.1f), ratio %.2f×", count, o, percentile(ours, 0.95), f, percentile(floor, 0.95), o / f))
+    exit(0)
+}
 let iterations = CommandLine.arguments.dropFirst().compactMap { Int($0) }.first ?? 100
 let json = CommandLine.arguments.contains("--json")
 let name = "lc-bench-\(getpid())"
