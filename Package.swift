@@ -77,7 +77,21 @@ let package = Package(
                 "Engine", "PacketEngine",
                 "JSONDocument",
             ]),
-        .executableTarget(name: "linkcond", dependencies: ["LinkcondCLI"]),
+        // The command starts with the Swift runtime and Foundation linked in (-static-stdlib): a process
+        // starts in about half the time (linkcond --help 3.7 ms of CPU instead of 8.0), which every
+        // `linkcond apply` and every sandbox's server and engine pay. Only libc, libm, libstdc++ and libmnl
+        // stay shared. Foundation's own static dependencies are named here because SwiftPM adds them only
+        // with --static-swift-stdlib (which would also rebuild every module). Debug and release alike: the
+        // link takes no measurably longer (1.7 s incremental either way).
+        .executableTarget(
+            name: "linkcond", dependencies: ["LinkcondCLI"],
+            linkerSettings: [
+                .unsafeFlags(["-static-stdlib"], .when(platforms: [.linux])),
+                .linkedLibrary("CoreFoundation", .when(platforms: [.linux])),
+                .linkedLibrary("_FoundationICU", .when(platforms: [.linux])),
+                .linkedLibrary("_FoundationCShims", .when(platforms: [.linux])),
+                .linkedLibrary("_FoundationCollections", .when(platforms: [.linux])),
+            ]),
         .executableTarget(
             name: "linkcond-bench",
             dependencies: [
