@@ -142,12 +142,12 @@ public struct SandboxStore: Sendable, Equatable {
         var info = stat()
         guard lstat(path, &info) == 0 else { return .missing }
         guard info.st_mode & S_IFMT == S_IFREG else { return .unreadable(detail: "is not a regular file") }
-        guard let data = FileManager.default.contents(atPath: path) else { return .unreadable(detail: "cannot be read") }
+        guard let data = Self.contents(of: path) else { return .unreadable(detail: "cannot be read") }
         let state: SandboxState
         do {
-            state = try JSONDecoder().decode(SandboxState.self, from: data)
+            state = try SandboxState.decode(file: data)
         } catch {
-            return .unreadable(detail: data.allSatisfy({ [0x20, 0x0a, 0x0d, 0x09].contains($0) }) ? "is empty" : "is not a linkcond state file (\(Self.reason(error)))")
+            return .unreadable(detail: data.allSatisfy({ [0x20, 0x0a, 0x0d, 0x09].contains($0) }) ? "is empty" : "is not a linkcond state file (\(error.reason))")
         }
         guard state.name == name else { return .unreadable(detail: "names sandbox '\(state.name)', not '\(name)'") }
         guard state.version == SandboxState.currentVersion else {
@@ -156,13 +156,19 @@ public struct SandboxStore: Sendable, Equatable {
         return .state(state)
     }
 
-    private static func reason(_ error: Error) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, _): "no '\(key.stringValue)'"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
-            DecodingError.dataCorrupted(let context):
-            context.codingPath.isEmpty ? context.debugDescription : "bad '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
-        default: "\(error)"
+    /// The bytes of the file at `path`, nil when it cannot be read.
+    private static func contents(of path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { return bytes }
+            bytes += chunk[0..<count]
         }
     }
 
@@ -181,10 +187,10 @@ public struct SandboxStore: Sendable, Equatable {
         let path = path(for: state.name)
         let temporary = "\(directory)/\(temporaryPrefix(state.name))\(getpid())"
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            let bytes = [UInt8](try encoder.encode(state))
+            if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            }
+            let bytes = Array(state.fileText.utf8)
             let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
             guard fd >= 0 else { throw SandboxError.state(path: temporary, detail: "cannot be created (\(String(cString: strerror(errno))))") }
             let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
