@@ -17,6 +17,20 @@ public enum JSONParser {
     public static func parse(_ text: String, maximumDepth: Int = 256) throws(JSONParseError) -> ParsedJSON {
         try parse(Array(text.utf8), maximumDepth: maximumDepth)
     }
+
+    /// The value of `bytes`, for readers that need no positions (a program's own files and messages): the
+    /// same grammar, without recording where each value and key starts, which costs most of a parse (a
+    /// dictionary entry per value; on a long line, each position is counted from the line's start). A
+    /// refusal is the same ``JSONParseError`` that ``parse(_:maximumDepth:)`` throws (the text is then
+    /// parsed again with positions).
+    public static func value(of bytes: [UInt8], maximumDepth: Int = 256) throws(JSONParseError) -> JSONValue {
+        var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth, recordsPositions: false)
+        do {
+            return try scanner.document().value
+        } catch {
+            return try parse(bytes, maximumDepth: maximumDepth).value
+        }
+    }
 }
 
 /// A parsed document: its value, and where each of its values and keys starts.
@@ -48,6 +62,9 @@ public struct ParsedJSON: Sendable {
 private struct Scanner {
     let bytes: [UInt8]
     let maximumDepth: Int
+    /// False for ``JSONParser/value(of:maximumDepth:)``: no positions, no paths, and errors only as good
+    /// as "this text is refused" (the caller parses again for the real one).
+    let recordsPositions: Bool
     var index = 0
     var line = 1
     var lineStart = 0
@@ -56,9 +73,29 @@ private struct Scanner {
     var valuePositions: [JSONPath: SourcePosition] = [:]
     var keyPositions: [JSONPath: SourcePosition] = [:]
 
-    init(bytes: [UInt8], maximumDepth: Int) {
+    init(bytes: [UInt8], maximumDepth: Int, recordsPositions: Bool = true) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
+        self.recordsPositions = recordsPositions
+    }
+
+    /// A place in the text, kept cheaply; its line and column are worked out only when a message needs them.
+    struct Mark {
+        let offset: Int
+        let line: Int
+        let lineStart: Int
+    }
+
+    var mark: Mark { Mark(offset: index, line: line, lineStart: lineStart) }
+
+    func position(of mark: Mark) -> SourcePosition {
+        var column = 1
+        var i = mark.lineStart
+        while i < mark.offset {
+            if bytes[i] & 0xC0 != 0x80 { column += 1 }
+            i += 1
+        }
+        return SourcePosition(line: mark.line, column: column)
     }
 
     static let anyValue = "a value: a string in double quotes, a number, an object, an array, true, false or null"
@@ -160,7 +197,7 @@ private struct Scanner {
         guard index < bytes.count else {
             throw error(.unexpectedEndOfFile, found: "unexpected end of file", expected: Self.anyValue)
         }
-        valuePositions[path] = position
+        if recordsPositions { valuePositions[path] = position }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
@@ -207,12 +244,12 @@ private struct Scanner {
     }
 
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
-        let opened = position
+        let opened = mark
         try enterContainer()
         index += 1
         var members: [(key: String, value: JSONValue)] = []
         var seen: [String: SourcePosition] = [:]
-        let close = "'}' to close the object opened at \(opened)"
+        var close: String { "'}' to close the object opened at \(position(of: opened))" }
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -233,6 +270,36 @@ private struct Scanner {
                 throw error(
                     index == bytes.count ? .unexpectedEndOfFile : .unexpectedCharacter, found: foundHere(),
                     expected: expected)
+            }
+            guard recordsPositions else {
+                // Keys only, no positions: a duplicate is refused here, and described by the full parse.
+                let key = try parseString()
+                if members.count < 32 ? members.contains(where: { $0.key == key }) : seen[key] != nil {
+                    throw error(.duplicateKey, found: "duplicate key", expected: "each key at most once")
+                }
+                if members.count >= 31 {
+                    if seen.isEmpty { for member in members { seen[member.key] = SourcePosition(line: 0, column: 0) } }
+                    seen[key] = SourcePosition(line: 0, column: 0)
+                }
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                    throw error(.unexpectedCharacter, found: "no ':'", expected: "':' after a key")
+                }
+                index += 1
+                members.append((key, try parseValue()))
+                skipWhitespace()
+                guard index < bytes.count else { throw error(.unexpectedEndOfFile, found: "end of file", expected: "',' or '}'") }
+                switch bytes[index] {
+                case UInt8(ascii: ","):
+                    index += 1
+                    continue
+                case UInt8(ascii: "}"):
+                    index += 1
+                    depth -= 1
+                    return .object(members)
+                default:
+                    throw error(.unexpectedCharacter, found: "not ',' or '}'", expected: "',' or '}'")
+                }
             }
             let keyPosition = position
             let key = try parseString()
@@ -277,11 +344,11 @@ private struct Scanner {
     }
 
     mutating func parseArray() throws(JSONParseError) -> JSONValue {
-        let opened = position
+        let opened = mark
         try enterContainer()
         index += 1
         var elements: [JSONValue] = []
-        let close = "']' to close the array opened at \(opened)"
+        var close: String { "']' to close the array opened at \(position(of: opened))" }
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
@@ -295,11 +362,15 @@ private struct Scanner {
                     .unexpectedCharacter, found: foundHere(),
                     expected: "a value after ',' (trailing commas are not allowed)")
             }
-            let outer = path
-            path = path.appending(index: elements.count)
-            let value = try parseValue()
-            path = outer
-            elements.append(value)
+            if recordsPositions {
+                let outer = path
+                path = path.appending(index: elements.count)
+                let value = try parseValue()
+                path = outer
+                elements.append(value)
+            } else {
+                elements.append(try parseValue())
+            }
             skipWhitespace()
             guard index < bytes.count else {
                 throw error(.unexpectedEndOfFile, found: foundHere(), expected: "',' or " + close)
@@ -320,8 +391,8 @@ private struct Scanner {
     // MARK: Strings
 
     mutating func parseString() throws(JSONParseError) -> String {
-        let started = position
-        let close = "'\"' to close the string started at \(started)"
+        let started = mark
+        var close: String { "'\"' to close the string started at \(position(of: started))" }
         index += 1
         var output: [UInt8] = []
         while true {
@@ -334,7 +405,7 @@ private struct Scanner {
                 index += 1
                 return String(decoding: output, as: UTF8.self)
             case UInt8(ascii: "\\"):
-                try parseEscape(into: &output, close: close)
+                try parseEscape(into: &output, started: started)
             case 0x0A, 0x0D:
                 throw error(
                     .invalidString, found: "a line break inside a string",
@@ -358,11 +429,13 @@ private struct Scanner {
         }
     }
 
-    mutating func parseEscape(into output: inout [UInt8], close: String) throws(JSONParseError) {
+    mutating func parseEscape(into output: inout [UInt8], started: Mark) throws(JSONParseError) {
         let escapeStart = index
         index += 1
         guard index < bytes.count else {
-            throw error(.unexpectedEndOfFile, found: "unexpected end of file", expected: close)
+            throw error(
+                .unexpectedEndOfFile, found: "unexpected end of file",
+                expected: "'\"' to close the string started at \(position(of: started))")
         }
         let simple: UInt8? =
             switch bytes[index] {
