@@ -31,7 +31,7 @@ extension SandboxState {
     static func decode(file bytes: [UInt8]) throws(FileProblem) -> SandboxState {
         let root: JSONValue
         do {
-            root = try JSONParser.parse(bytes).value
+            root = try JSONParser.value(of: bytes)
         } catch {
             throw FileProblem(reason: "\(error)")
         }
