@@ -184,21 +184,11 @@ public struct NamedNamespace: Sendable, Hashable {
     }
 
     /// Opens a `NETLINK_ROUTE` connection in each of `namespaces`, all from one thread (see
-    /// ``NamespaceThread/run(inEachNamespaceAt:_:)``); each outcome in order.
-    public static func openNetlinkConnections(_ namespaces: [NamedNamespace]) -> [Result<NetlinkConnection, NamespaceError>] {
-        let outcomes: [Result<NetlinkConnection, any Error>]
-        do {
-            outcomes = try NamespaceThread.run(inEachNamespaceAt: namespaces.map(\.path)) { _ in try NetlinkConnection() }
-        } catch {
-            let failure = error as? NamespaceError ?? .system(operation: "start a namespace thread", errno: EIO)
-            return namespaces.map { _ in .failure(failure) }
-        }
-        return zip(namespaces, outcomes).map { namespace, outcome in
-            outcome.mapError { error in
-                if let error = error as? NetlinkError { return .netlink(error) }
-                return error as? NamespaceError ?? .system(operation: "open a netlink socket in \(namespace.name)", errno: EIO)
-            }
-        }
+    /// ``NamespaceThread/run(inEachNamespaceAt:_:failed:)``); nil where it could not be opened.
+    public static func openNetlinkConnections(_ namespaces: [NamedNamespace]) -> [NetlinkConnection?] {
+        var connections = [NetlinkConnection?](repeating: nil, count: namespaces.count)
+        try? NamespaceThread.run(inEachNamespaceAt: namespaces.map(\.path), { connections[$0] = try NetlinkConnection() }, failed: { _, _ in })
+        return connections
     }
 
     /// Writes a sysctl of this namespace, e.g. `net/ipv4/ip_forward` = `1`.

@@ -143,7 +143,7 @@ public final class NetlinkConnection: Sendable {
     public func send(_ requests: [NetlinkRequest], dumpRetries: Int = 3) throws(NetlinkError) -> [Result<[NetlinkMessage], NetlinkError>] {
         precondition(requests.dropLast().allSatisfy { $0.answer != .dump }, "a batch holds at most one dump, last")
         guard !requests.isEmpty else { return [] }
-        var results = try exchange(requests)
+        var results = try exchange(requests).map(\.result)
         let index = requests.count - 1
         if requests[index].answer == .dump, case .failure(let error) = results[index], error.kind == .dumpInterrupted, dumpRetries > 0 {
             results[index] = Result { () throws(NetlinkError) in
@@ -154,11 +154,29 @@ public final class NetlinkConnection: Sendable {
     }
 
     private func single(_ request: NetlinkRequest) throws(NetlinkError) -> [NetlinkMessage] {
-        try exchange([request])[0].get()
+        switch try exchange([request])[0] {
+        case let .messages(messages): return messages
+        case let .failure(error): throw error
+        }
     }
 
-    private func exchange(_ requests: [NetlinkRequest]) throws(NetlinkError) -> [Result<[NetlinkMessage], NetlinkError>] {
-        try state.withLock { (state: inout State) throws(NetlinkError) -> [Result<[NetlinkMessage], NetlinkError>] in
+    /// A request's answer. Not `Result`: a generic type with a protocol requirement costs a scan of every
+    /// conformance record the first time a process uses it, and single requests (a short-lived command's
+    /// usual kind) need none.
+    private enum Outcome {
+        case messages([NetlinkMessage])
+        case failure(NetlinkError)
+
+        var result: Result<[NetlinkMessage], NetlinkError> {
+            switch self {
+            case let .messages(messages): .success(messages)
+            case let .failure(error): .failure(error)
+            }
+        }
+    }
+
+    private func exchange(_ requests: [NetlinkRequest]) throws(NetlinkError) -> [Outcome] {
+        try state.withLock { (state: inout State) throws(NetlinkError) -> [Outcome] in
             let first = state.nextSequence
             state.datagram.removeAll(keepingCapacity: true)
             for request in requests {
@@ -177,7 +195,7 @@ public final class NetlinkConnection: Sendable {
     /// What one request of a batch has got so far.
     private struct Answered {
         var replies: [NetlinkMessage] = []
-        var outcome: Result<[NetlinkMessage], NetlinkError>?
+        var outcome: Outcome?
         var interrupted = false
     }
 
@@ -186,7 +204,7 @@ public final class NetlinkConnection: Sendable {
     /// entries, echoes) are copied out, acks are read where they lie.
     private static func collect(
         from transport: any NetlinkTransport, first: UInt32, requests: [NetlinkRequest], portID: UInt32
-    ) throws(NetlinkError) -> [Result<[NetlinkMessage], NetlinkError>] {
+    ) throws(NetlinkError) -> [Outcome] {
         var answered = [Answered](repeating: Answered(), count: requests.count)
         var open = requests.count
         while open > 0 {
@@ -240,7 +258,7 @@ public final class NetlinkConnection: Sendable {
                         } else if answered[index].interrupted {
                             answered[index].outcome = .failure(NetlinkError(kind: .dumpInterrupted, operation: requests[index].operation, errno: EINTR))
                         } else {
-                            answered[index].outcome = .success(answered[index].replies)
+                            answered[index].outcome = .messages(answered[index].replies)
                         }
                         open -= 1
                     case NetlinkMessage.overrun:
@@ -248,7 +266,7 @@ public final class NetlinkConnection: Sendable {
                     default:
                         answered[index].replies.append(message())
                         if answer == .reply {
-                            answered[index].outcome = .success(answered[index].replies)
+                            answered[index].outcome = .messages(answered[index].replies)
                             open -= 1
                         }
                     }

@@ -29,7 +29,7 @@ extension Sandbox {
             let links = connection.map { RouteNetlinkClient(connection: $0, namespace: name) }
             let wantsAddresses = interfaces.contains { !$0.addresses.isEmpty }
             let wantsRoutes = interfaces.contains { !$0.defaultGateways.isEmpty }
-            guard case let .success(links) = links, let present = try? links.links(),
+            guard let links, let present = try? links.links(),
                 let addresses = wantsAddresses ? try? links.addresses() : [],
                 let routes = wantsRoutes ? try? links.routes() : []
             else {
