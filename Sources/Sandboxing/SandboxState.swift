@@ -90,7 +90,7 @@ public struct SandboxStore: Sendable, Equatable {
     /// The default store: `LINKCOND_STORE` when set, else `/run/linkcond` (tmpfs: state goes away with a
     /// reboot, as namespaces do).
     public static let standard = SandboxStore(
-        directory: ProcessInfo.processInfo.environment["LINKCOND_STORE"].flatMap { $0.isEmpty ? nil : $0 } ?? "/run/linkcond")
+        directory: getenv("LINKCOND_STORE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/run/linkcond")
 
     /// A store in `directory` (tests use temporary ones).
     public init(directory: String) {
