@@ -77,6 +77,25 @@ if CommandLine.arguments.dropFirst().first == "switch" {
     print(String(format: "switch (tbf proxy, %d iterations): ours %.1f µs (p95 %.1f), floor %.1f µs (p95 %.1f), ratio %.2f×", count, o, percentile(ours, 0.95), f, percentile(floor, 0.95), o / f))
     exit(0)
 }
+if CommandLine.arguments.dropFirst().first == "health" { try HealthProbe.run(CommandLine.arguments[2]); exit(0) }
+// `linkcond-bench apply [N]`: only the whole-process rows (ProcessBench.swift).
+if CommandLine.arguments.dropFirst().first == "apply" {
+    let count = CommandLine.arguments.dropFirst(2).compactMap { Int($0) }.first ?? 30
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("linkcond").path
+    BenchOutput.print(
+        ProcessBench.rows(iterations: count, linkcond: access(executable, X_OK) == 0 ? executable : nil), json: CommandLine.arguments.contains("--json"),
+        header: "linkcond-bench apply: \(count) iterations")
+    exit(0)
+}
+// `linkcond-bench scale [N]`: N sandboxes with engines and servers (ScaleBench.swift), 200 by default.
+if CommandLine.arguments.dropFirst().first == "scale" {
+    let count = CommandLine.arguments.dropFirst(2).compactMap { Int($0) }.first ?? 200
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("linkcond").path
+    BenchOutput.print(
+        ScaleBench.run(count: count, linkcond: access(executable, X_OK) == 0 ? executable : nil), json: CommandLine.arguments.contains("--json"),
+        header: "linkcond-bench scale: \(count) sandboxes, \(ProcessInfo.processInfo.activeProcessorCount) CPUs")
+    exit(0)
+}
 let iterations = CommandLine.arguments.dropFirst().compactMap { Int($0) }.first ?? 100
 let json = CommandLine.arguments.contains("--json")
 let name = "lc-bench-\(getpid())"
