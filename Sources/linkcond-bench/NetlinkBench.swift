@@ -27,6 +27,13 @@ struct Summary: Encodable {
         p95 = percentile(values, 0.95)
         samples = values.count
     }
+
+    /// A summary worked out elsewhere (a histogram's quantiles).
+    init(median: Double, p95: Double, samples: Int) {
+        self.median = median
+        self.p95 = p95
+        self.samples = samples
+    }
 }
 
 /// One row of the table and of `--json`.

@@ -18,12 +18,16 @@ struct ProcessTiming {
 enum ProcessRunner {
     /// Runs `arguments` with `environment` added, output to /dev/null, waiting at most `seconds`; nil when it
     /// could not start, failed, or ran out of time (then it is killed and reaped).
-    static func run(_ arguments: [String], environment: [String: String] = [:], seconds: Double = 30) -> ProcessTiming? {
+    static func run(_ arguments: [String], environment: [String: String] = [:], seconds: Double = 30, stdout: Int32? = nil) -> ProcessTiming? {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        if let stdout {
+            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var merged = ProcessInfo.processInfo.environment
         for (key, value) in environment { merged[key] = value }

@@ -134,6 +134,9 @@ enum ScaleBench {
         if !left.isEmpty { notes.append("removed \(left.count) namespaces 'down' left behind") }
         if downTime == nil { notes.append("'linkcond down --all' failed or took over 600 s") }
 
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+
         // Report.
         let perSandbox = { (kilobytes: Int) -> String in String(format: "%.1f MB", Double(kilobytes) / 1024 / Double(max(1, made))) }
         let engines = members.filter { $0.role == .engine }, servers = members.filter { $0.role == .server }
