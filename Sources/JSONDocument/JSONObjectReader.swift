@@ -4,8 +4,10 @@ public struct JSONElement: Sendable {
     public let value: JSONValue
     /// Where the value sits in the document.
     public let path: JSONPath
-    /// Where the value starts in the text.
-    public let position: SourcePosition
+    /// Where the value starts in the text (looked up when asked for: positions are for messages).
+    public var position: SourcePosition { document?.position(of: path) ?? fallback }
+    /// The position when the document has none for `path` (a value not parsed from text).
+    private let fallback: SourcePosition
     let document: ParsedJSON?
 
     /// An element of `document` (pass `nil` for a value that was not parsed from text; positions of
@@ -13,7 +15,7 @@ public struct JSONElement: Sendable {
     public init(value: JSONValue, path: JSONPath, position: SourcePosition, document: ParsedJSON?) {
         self.value = value
         self.path = path
-        self.position = position
+        fallback = position
         self.document = document
     }
 
@@ -76,7 +78,8 @@ public struct JSONElement: Sendable {
     }
 
     func child(_ value: JSONValue, path: JSONPath) -> JSONElement {
-        JSONElement(value: value, path: path, position: document?.position(of: path) ?? position, document: document)
+        // The document has every value's position; without one, children report the parent's.
+        JSONElement(value: value, path: path, position: fallback, document: document)
     }
 
     func keyPosition(of path: JSONPath) -> SourcePosition {

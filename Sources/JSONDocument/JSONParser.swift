@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A strict JSON parser (RFC 8259) that remembers where every value and key starts.
 ///
 /// Accepted: exactly one value of any type, surrounded by optional whitespace (space, tab, CR, LF),
@@ -7,10 +9,17 @@
 /// characters in strings, invalid escapes, lone UTF-16 surrogates, invalid UTF-8, text after the value,
 /// and nesting deeper than `maximumDepth`.
 public enum JSONParser {
-    /// Parses `bytes`, UTF-8 encoded JSON text.
+    /// Parses `bytes`, UTF-8 encoded JSON text. Positions are worked out the first time one is asked for
+    /// (an error message about a value): a document that is read without complaint never pays for them.
     public static func parse(_ bytes: [UInt8], maximumDepth: Int = 256) throws(JSONParseError) -> ParsedJSON {
-        var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth)
-        return try scanner.document()
+        var fast = Scanner(bytes: bytes, maximumDepth: maximumDepth, recordsPositions: false)
+        do {
+            return ParsedJSON(value: try fast.document().value, positions: PositionTable(bytes: bytes, maximumDepth: maximumDepth))
+        } catch {
+            // The exact complaint, with its position and path, comes from the recording scanner.
+            var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth)
+            return try scanner.document()
+        }
     }
 
     /// Parses `text`.
@@ -24,12 +33,7 @@ public enum JSONParser {
     /// refusal is the same ``JSONParseError`` that ``parse(_:maximumDepth:)`` throws (the text is then
     /// parsed again with positions).
     public static func value(of bytes: [UInt8], maximumDepth: Int = 256) throws(JSONParseError) -> JSONValue {
-        var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth, recordsPositions: false)
-        do {
-            return try scanner.document().value
-        } catch {
-            return try parse(bytes, maximumDepth: maximumDepth).value
-        }
+        try parse(bytes, maximumDepth: maximumDepth).value
     }
 }
 
@@ -37,26 +41,76 @@ public enum JSONParser {
 public struct ParsedJSON: Sendable {
     /// The document's value.
     public let value: JSONValue
-    let valuePositions: [JSONPath: SourcePosition]
-    let keyPositions: [JSONPath: SourcePosition]
+    let positions: PositionTable
+
+    init(value: JSONValue, positions: PositionTable) {
+        self.value = value
+        self.positions = positions
+    }
+
+    init(value: JSONValue, valuePositions: [JSONPath: SourcePosition], keyPositions: [JSONPath: SourcePosition]) {
+        self.init(value: value, positions: PositionTable(values: valuePositions, keys: keyPositions))
+    }
 
     /// Where the value at `path` starts (its first character: `{`, `[`, `"`, a digit...).
     public func position(of path: JSONPath) -> SourcePosition? {
-        valuePositions[path]
+        positions.value(path)
     }
 
     /// Where the key of the member at `path` starts (its opening quote); `nil` for the root and array
     /// elements.
     public func keyPosition(of path: JSONPath) -> SourcePosition? {
-        keyPositions[path]
+        positions.key(path)
     }
 
     /// The document's value, ready to be read with positions (see ``JSONObjectReader``).
     public var root: JSONElement {
-        JSONElement(
-            value: value, path: .root, position: valuePositions[.root] ?? SourcePosition(line: 1, column: 1),
-            document: self)
+        JSONElement(value: value, path: .root, position: SourcePosition(line: 1, column: 1), document: self)
     }
+}
+
+/// Where each value and key of a document starts, recorded by a second scan of its text the first time a
+/// position is asked for. (A scan that records them costs most of a parse: a dictionary entry per value
+/// and, on a long line, a count from the line's start for each; most documents are read without an error
+/// that needs one.)
+final class PositionTable: Sendable {
+    private struct Tables {
+        var values: [JSONPath: SourcePosition]
+        var keys: [JSONPath: SourcePosition]
+    }
+
+    private let bytes: [UInt8]
+    private let maximumDepth: Int
+    private let tables: Mutex<Tables?>
+
+    /// Positions of `bytes`, a document that parses, recorded when first asked for.
+    init(bytes: [UInt8], maximumDepth: Int) {
+        self.bytes = bytes
+        self.maximumDepth = maximumDepth
+        tables = Mutex(nil)
+    }
+
+    /// Positions recorded already.
+    init(values: [JSONPath: SourcePosition], keys: [JSONPath: SourcePosition]) {
+        bytes = []
+        maximumDepth = 0
+        tables = Mutex(Tables(values: values, keys: keys))
+    }
+
+    private func lookup(_ body: (Tables) -> SourcePosition?) -> SourcePosition? {
+        tables.withLock { tables in
+            if tables == nil {
+                var scanner = Scanner(bytes: bytes, maximumDepth: maximumDepth)
+                let parsed = try? scanner.document()
+                tables = Tables(values: scanner.valuePositions, keys: scanner.keyPositions)
+                _ = parsed
+            }
+            return body(tables!)
+        }
+    }
+
+    func value(_ path: JSONPath) -> SourcePosition? { lookup { $0.values[path] } }
+    func key(_ path: JSONPath) -> SourcePosition? { lookup { $0.keys[path] } }
 }
 
 private struct Scanner {
