@@ -79,26 +79,10 @@ func waitReadable(_ fd: Int32, milliseconds: Int32) -> Bool {
     return poll(&entry, 1, milliseconds) == 1
 }
 
-/// Runs a process with a deadline; nil when it failed or ran out of time (then it is killed).
+/// Runs a process with a deadline; its wall time in microseconds, nil when it failed or ran out of time
+/// (then it is killed).
 func timedProcess(_ arguments: [String], environment: [String: String] = [:], seconds: Double = 30) -> Double? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: arguments[0])
-    process.arguments = Array(arguments.dropFirst())
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    let start = now()
-    do { try process.run() } catch { return nil }
-    let deadline = start + UInt64(seconds * 1e9)
-    while process.isRunning {
-        if now() > deadline {
-            process.terminate()
-            process.waitUntilExit()
-            return nil
-        }
-        usleep(200)
-    }
-    return process.terminationStatus == 0 ? Double(now() - start) / 1000 : nil
+    ProcessRunner.run(arguments, environment: environment, seconds: seconds)?.wall
 }
 
 func which(_ name: String) -> String? {
@@ -144,7 +128,8 @@ enum NetlinkBench {
     // MARK: With netem: a sandbox, edge ↔ 3g
 
     static func netemRows(iterations: Int, linkcond: String?) throws -> [BenchRow] {
-        let store = SandboxStore(directory: "/run/linkcond")
+        let store = SandboxStore(directory: "/run/lcb-netem-\(getpid())")
+        defer { rmdir(store.directory) }
         let edge = try ProfileCatalog.find("edge", directory: profilesDirectory)
         let threeG = try ProfileCatalog.find("3g", directory: profilesDirectory)
         let ours = Sandbox(topology: try SandboxTopology(name: "bench\(getpid() % 100_000)"), store: store)
@@ -161,13 +146,6 @@ enum NetlinkBench {
         var netlink: [Double] = []
         var whole: [Double] = []
         var requests = 0
-        for index in 0..<iterations {
-            let start = now()
-            let report = try backend.apply(index % 2 == 0 ? threeG : edge)
-            whole.append(Double(now() - start) / 1000)
-            netlink.append(report.duration * 1e6)
-            requests = report.requests
-        }
 
         // The floor: the same batches, byte for byte, from C on sockets held open in the floor sandbox.
         try NetemBackend(sandbox: floor).apply(edge)
@@ -194,12 +172,29 @@ enum NetlinkBench {
         }
         var floorTimes: [Double] = []
         var refused = 0
+        // Interleaved, the order alternating, so load on the machine hits both alike.
         for index in 0..<iterations {
-            var (up, down) = batches[index % 2]
-            let start = now()
-            if !client.exchange(&up) { refused += 1 }
-            if !router.exchange(&down) { refused += 1 }
-            floorTimes.append(Double(now() - start) / 1000)
+            let runOurs = { () throws in
+                let start = now()
+                let report = try backend.apply(index % 2 == 0 ? threeG : edge)
+                whole.append(Double(now() - start) / 1000)
+                netlink.append(report.duration * 1e6)
+                requests = report.requests
+            }
+            let runFloor = {
+                var (up, down) = batches[index % 2]
+                let start = now()
+                if !client.exchange(&up) { refused += 1 }
+                if !router.exchange(&down) { refused += 1 }
+                floorTimes.append(Double(now() - start) / 1000)
+            }
+            if index % 2 == 0 {
+                try runOurs()
+                runFloor()
+            } else {
+                runFloor()
+                try runOurs()
+            }
         }
         let note = refused == 0 ? [] : ["the floor's kernel refused \(refused) batches"]
         rows.append(BenchRow(
@@ -264,30 +259,38 @@ enum NetlinkBench {
     static func processRow(_ sandbox: Sandbox, linkcond: String?, iterations: Int) throws -> BenchRow {
         var notes: [String] = []
         var ours: [Double] = []
-        if let linkcond {
-            for index in 0..<iterations {
-                let profile = index % 2 == 0 ? "3g" : "edge"
-                if let time = timedProcess([linkcond, "apply", profile, "--name", sandbox.topology.name], environment: ["LINKCOND_PROFILES": profilesDirectory]) {
-                    ours.append(time)
-                }
-            }
-            if ours.count < iterations { notes.append("\(iterations - ours.count) of \(iterations) linkcond apply runs failed or timed out") }
-        } else {
-            notes.append("no linkcond executable next to linkcond-bench")
-        }
         let (a, b) = try peerPair("lcb-p-\(getpid())")
         defer { try? a.delete(); try? b.delete() }
         var peers: [String: Summary] = [:]
         let tc = "/usr/sbin/tc"
         var pair: [Double] = []
+        var failedApplies = 0
+        // linkcond apply and the tc pair interleaved, the order alternating.
         for index in 0..<iterations {
-            let (down, up) = index % 2 == 0 ? ("100ms", "100ms") : ("400ms", "440ms")
-            let (rateDown, rateUp) = index % 2 == 0 ? ("780kbit", "330kbit") : ("240kbit", "200kbit")
-            guard let first = timedProcess([tc, "-n", b.name, "qdisc", "replace", "dev", "c-wl0", "root", "handle", "1:", "netem", "delay", down, "rate", rateDown]),
-                let second = timedProcess([tc, "-n", a.name, "qdisc", "replace", "dev", "wl0", "root", "handle", "1:", "netem", "delay", up, "rate", rateUp])
-            else { continue }
-            pair.append(first + second)
+            let runOurs = {
+                guard let linkcond else { return }
+                let profile = index % 2 == 0 ? "3g" : "edge"
+                if let time = timedProcess(
+                    [linkcond, "apply", profile, "--name", sandbox.topology.name],
+                    environment: ["LINKCOND_PROFILES": profilesDirectory, "LINKCOND_STORE": sandbox.store.directory]
+                ) {
+                    ours.append(time)
+                } else {
+                    failedApplies += 1
+                }
+            }
+            let runPair = {
+                let (down, up) = index % 2 == 0 ? ("100ms", "100ms") : ("400ms", "440ms")
+                let (rateDown, rateUp) = index % 2 == 0 ? ("780kbit", "330kbit") : ("240kbit", "200kbit")
+                guard let first = timedProcess([tc, "-n", b.name, "qdisc", "replace", "dev", "c-wl0", "root", "handle", "1:", "netem", "delay", down, "rate", rateDown]),
+                    let second = timedProcess([tc, "-n", a.name, "qdisc", "replace", "dev", "wl0", "root", "handle", "1:", "netem", "delay", up, "rate", rateUp])
+                else { return }
+                pair.append(first + second)
+            }
+            if index % 2 == 0 { runOurs(); runPair() } else { runPair(); runOurs() }
         }
+        if linkcond == nil { notes.append("no linkcond executable next to linkcond-bench") }
+        if failedApplies > 0 { notes.append("\(failedApplies) of \(iterations) linkcond apply runs failed or timed out") }
         if let summary = Summary(pair) { peers["tc -n … qdisc replace ×2"] = summary } else { notes.append("tc did not run") }
         if let python = which("python3") {
             let script = "import sys; from pyroute2 import NetNS; a=NetNS(sys.argv[1]); b=NetNS(sys.argv[2]); "

@@ -2,7 +2,7 @@
 // peers (ip, tc, pyroute2, tcconfig's tcset), in one run, in throwaway namespaces and sandboxes of its own.
 // Prints one table of medians and 95th percentiles (with --json the same rows as JSON); every wait is bounded.
 //
-//   sudo .build/release/linkcond-bench [iterations] [scale=N] [--json]   everything (a few minutes)
+//   sudo .build/release/linkcond-bench [iterations] [scale=N] [netlink-only] [--json]   everything (about a minute)
 //   sudo .build/release/linkcond-bench switch [N]      the in-process switch against the libmnl floor only
 //   sudo .build/release/linkcond-bench apply [N]       linkcond apply as a process against the tc pair only
 //   sudo .build/release/linkcond-bench scale [N]       N sandboxes with engines (default 200) only
@@ -240,12 +240,15 @@ var table = rows.map { row in
 }
 // The switch: in process against the libmnl floor (and, with netem, `linkcond apply` as a process against the peers).
 table += try NetlinkBench.rows(iterations: iterations, hasNetem: hasNetem, linkcond: linkcond)
-// `linkcond apply` as a process through the userspace engine against the tc pair, and start-up.
-table += ProcessBench.rows(iterations: min(iterations, 40), linkcond: linkcond)
-// Sandboxes at scale (`linkcond-bench scale 200` for the full run).
-table += ScaleBench.run(count: scaleCount, linkcond: linkcond, deadlineSeconds: 300)
-// The userspace engine's data plane against the bare C forwarder and a bare veth pair.
-table += EngineBench.tableRows()
+// `netlink-only` (the kernel VM, where TCG makes the rest slow) leaves out the userspace engine's rows.
+if !CommandLine.arguments.contains("netlink-only") {
+    // `linkcond apply` as a process through the userspace engine against the tc pair, and start-up.
+    table += ProcessBench.rows(iterations: min(iterations, 40), linkcond: linkcond)
+    // Sandboxes at scale (`linkcond-bench scale 200` for the full run).
+    if scaleCount > 0 { table += ScaleBench.run(count: scaleCount, linkcond: linkcond, deadlineSeconds: 300) }
+    // The userspace engine's data plane against the bare C forwarder and a bare veth pair.
+    table += EngineBench.tableRows()
+}
 let loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
 BenchOutput.print(
     table, json: json,
