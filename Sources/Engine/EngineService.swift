@@ -152,9 +152,16 @@ public final class EngineService: @unchecked Sendable {
         }
     }
 
+    /// What a direction's model holds, read on its own thread.
+    private typealias ModelReading = (conditions: LinkConditions, dnsDelay: UInt64, targets: [TrafficTarget], counters: DirectionCounters)
+
     /// Carries out one request (on the control thread; the model changes on each direction's own thread).
+    /// An apply replaces each direction's model and reads it back in the same visit to that direction's
+    /// thread, so an apply costs two visits per direction (the model, the I/O statistics), not three: each
+    /// visit wakes a sleeping thread, and on a loaded machine each wake-up waits for a CPU.
     func handle(_ request: EngineRequest) -> EngineResponse {
         var error: String?
+        var readings: [Int: [LinkDirection: ModelReading]] = [:]
         if request.operation == .apply {
             guard let conditions = request.conditions else {
                 return EngineResponse(error: "an apply needs conditions", links: state(), pid: getpid())
@@ -166,12 +173,13 @@ public final class EngineService: @unchecked Sendable {
                     error: "this sandbox has no \(missing.map(\.rawValue).sorted().joined(separator: ", ")) link", links: state(), pid: getpid())
             }
             do {
-                for forwarding in links where wanted.contains(forwarding.plan.link) {
+                for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) {
                     for direction in LinkDirection.allCases {
                         let held = conditions.conditions(direction)
                         let options = conditions.options(direction)
-                        try forwarding.runtime.perform(on: Direction(direction)) { emulator in
+                        readings[index, default: [:]][direction] = try forwarding.runtime.perform(on: Direction(direction)) { emulator in
                             emulator.replace(conditions: held, options: options)
+                            return (emulator.conditions, emulator.options.effectiveDNSDelay, emulator.options.targets, emulator.counters)
                         }
                     }
                     forwarding.profile.withLock { $0 = conditions == .clear ? nil : conditions.profile }
@@ -180,22 +188,23 @@ public final class EngineService: @unchecked Sendable {
                 error = "\(failure)"
             }
         }
-        return EngineResponse(error: error, links: state(), pid: getpid())
+        return EngineResponse(error: error, links: state(readings), pid: getpid())
     }
 
-    private func state() -> [EngineLinkState] {
-        links.map { forwarding in
+    /// Every link's state; `readings` are models already read on this request (by link index), not read again.
+    private func state(_ readings: [Int: [LinkDirection: ModelReading]] = [:]) -> [EngineLinkState] {
+        links.enumerated().map { index, forwarding in
             func direction(_ direction: LinkDirection) -> EngineDirectionState {
-                let model = try? forwarding.runtime.perform(on: Direction(direction)) { emulator in
+                let model = readings[index]?[direction] ?? (try? forwarding.runtime.perform(on: Direction(direction)) { emulator in
                     (emulator.conditions, emulator.options.effectiveDNSDelay, emulator.options.targets, emulator.counters)
-                }
+                })
                 let statistics = forwarding.runtime.statistics(of: Direction(direction))
                 let lateness = statistics.lateness.count == 0 ? nil : EngineLateness(
                     count: statistics.lateness.count, median: statistics.lateness.quantile(0.5) ?? 0,
                     p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
                 return EngineDirectionState(
-                    conditions: model?.0 ?? .unconditioned, dnsDelay: model?.1 ?? 0, targets: model?.2 ?? [],
-                    counters: model?.3 ?? DirectionCounters(), sendFailures: statistics.sendFailures, lateness: lateness)
+                    conditions: model?.conditions ?? .unconditioned, dnsDelay: model?.dnsDelay ?? 0, targets: model?.targets ?? [],
+                    counters: model?.counters ?? DirectionCounters(), sendFailures: statistics.sendFailures, lateness: lateness)
             }
             return EngineLinkState(
                 link: forwarding.plan.link, clientSide: forwarding.plan.wire.clientSide, routerSide: forwarding.plan.wire.routerSide,

@@ -34,6 +34,12 @@ public enum JSONParser {
             throw DocumentError(file: file, parseError: error)
         }
     }
+
+    /// The value of `bytes`, for readers that report no positions (a program's own state files and
+    /// messages). Same grammar and the same ``JSONParseError`` on refusal as ``parse(_:file:maximumDepth:)``.
+    public static func value(of bytes: [UInt8], maximumDepth: Int = 256) throws(JSONParseError) -> JSONValue {
+        try parse(bytes, maximumDepth: maximumDepth).value
+    }
 }
 
 /// The parser's state while it walks the text once, front to back.

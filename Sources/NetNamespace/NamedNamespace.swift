@@ -183,6 +183,14 @@ public struct NamedNamespace: Sendable, Hashable {
         }
     }
 
+    /// Opens a `NETLINK_ROUTE` connection in each of `namespaces`, all from one thread (see
+    /// ``NamespaceThread/run(inEachNamespaceAt:_:failed:)``); nil where it could not be opened.
+    public static func openNetlinkConnections(_ namespaces: [NamedNamespace]) -> [NetlinkConnection?] {
+        var connections = [NetlinkConnection?](repeating: nil, count: namespaces.count)
+        try? NamespaceThread.run(inEachNamespaceAt: namespaces.map(\.path), { connections[$0] = try NetlinkConnection() }, failed: { _, _ in })
+        return connections
+    }
+
     /// Writes a sysctl of this namespace, e.g. `net/ipv4/ip_forward` = `1`.
     /// Equivalent to `ip netns exec NAME sysctl -w net.ipv4.ip_forward=1`.
     public func setSysctl(_ key: String, _ value: String) throws(NamespaceError) {

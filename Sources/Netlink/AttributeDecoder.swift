@@ -93,6 +93,8 @@ public struct AttributeDecoder {
 
     /// The payload as a C struct; records an error when the payload is shorter than the struct.
     /// (Kernels may append fields to structs, so a longer payload is accepted.)
+    /// Inlinable, so that callers in other modules get it specialized for their struct.
+    @inlinable
     public mutating func structure<T: BitwiseCopyable>(_ type: T.Type) -> T? {
         guard let value = payload.load(T.self, at: 0) else {
             fail("attribute \(self.type) has \(payload.count) bytes, \(MemoryLayout<T>.size) expected")
@@ -114,7 +116,8 @@ public struct AttributeDecoder {
         return value
     }
 
-    private mutating func fail(_ detail: String) {
+    @usableFromInline
+    mutating func fail(_ detail: String) {
         if error == nil {
             error = NetlinkError(kind: .malformed, operation: operation, detail: detail)
         }

@@ -18,15 +18,18 @@ public struct NetlinkRequest {
 
     /// The message; the connection sets its sequence number and adds the flags of ``answer``.
     public let message: NetlinkMessageBuilder
+    /// Writes ``operation``: only when an error needs it, so a request that succeeds never formats its name.
+    private let describe: () -> String
     /// The operation, e.g. `tc -n lc-client qdisc replace dev wl0 parent 1:1 handle 11: netem delay 400ms`.
-    public let operation: String
+    public var operation: String { describe() }
     /// What answers it.
     public let answer: Answer
 
-    /// A request of `message` named `operation`, answered as `answer` says.
-    public init(_ message: NetlinkMessageBuilder, operation: String, answer: Answer = .ack) {
+    /// A request of `message` named `operation` (worked out only when an error needs it), answered as
+    /// `answer` says.
+    public init(_ message: NetlinkMessageBuilder, operation: @escaping @autoclosure () -> String, answer: Answer = .ack) {
         self.message = message
-        self.operation = operation
+        self.describe = operation
         self.answer = answer
     }
 
@@ -73,6 +76,8 @@ public final class NetlinkConnection: Sendable {
         var transport: any NetlinkTransport
         var nextSequence: UInt32
         var statistics = NetlinkStatistics()
+        /// The datagram being sent, kept so that its memory is reused from one exchange to the next.
+        var datagram: [UInt8] = []
     }
 
     private let state: Mutex<State>
@@ -136,11 +141,11 @@ public final class NetlinkConnection: Sendable {
     /// Throws only what concerns the whole batch: a message that does not fit, a failed send or receive,
     /// a malformed reply.
     public func send(_ requests: [NetlinkRequest], dumpRetries: Int = 3) throws(NetlinkError) -> [Result<[NetlinkMessage], NetlinkError>] {
-        let dumps = requests.indices.filter { requests[$0].answer == .dump }
-        precondition(dumps.count <= 1 && (dumps.first.map { $0 == requests.count - 1 } ?? true), "a batch holds at most one dump, last")
+        precondition(requests.dropLast().allSatisfy { $0.answer != .dump }, "a batch holds at most one dump, last")
         guard !requests.isEmpty else { return [] }
-        var results = try exchange(requests)
-        if let index = dumps.first, case .failure(let error) = results[index], error.kind == .dumpInterrupted, dumpRetries > 0 {
+        var results = try exchange(requests).map(\.result)
+        let index = requests.count - 1
+        if requests[index].answer == .dump, case .failure(let error) = results[index], error.kind == .dumpInterrupted, dumpRetries > 0 {
             results[index] = Result { () throws(NetlinkError) in
                 try dump(requests[index].message, operation: requests[index].operation, retries: dumpRetries - 1)
             }
@@ -149,84 +154,125 @@ public final class NetlinkConnection: Sendable {
     }
 
     private func single(_ request: NetlinkRequest) throws(NetlinkError) -> [NetlinkMessage] {
-        try exchange([request])[0].get()
+        switch try exchange([request])[0] {
+        case let .messages(messages): return messages
+        case let .failure(error): throw error
+        }
     }
 
-    private func exchange(_ requests: [NetlinkRequest]) throws(NetlinkError) -> [Result<[NetlinkMessage], NetlinkError>] {
-        try state.withLock { (state: inout State) throws(NetlinkError) -> [Result<[NetlinkMessage], NetlinkError>] in
-            var datagram: [UInt8] = []
-            var sequences: [UInt32] = []
+    /// A request's answer. Not `Result`: a generic type with a protocol requirement costs a scan of every
+    /// conformance record the first time a process uses it, and single requests (a short-lived command's
+    /// usual kind) need none.
+    private enum Outcome {
+        case messages([NetlinkMessage])
+        case failure(NetlinkError)
+
+        var result: Result<[NetlinkMessage], NetlinkError> {
+            switch self {
+            case let .messages(messages): .success(messages)
+            case let .failure(error): .failure(error)
+            }
+        }
+    }
+
+    private func exchange(_ requests: [NetlinkRequest]) throws(NetlinkError) -> [Outcome] {
+        try state.withLock { (state: inout State) throws(NetlinkError) -> [Outcome] in
+            let first = state.nextSequence
+            state.datagram.removeAll(keepingCapacity: true)
             for request in requests {
                 request.message.flags |= request.addedFlags
                 request.message.sequence = state.nextSequence
-                let bytes = try request.message.finish()
-                sequences.append(state.nextSequence)
+                try request.message.appendFinished(to: &state.datagram)
                 state.nextSequence &+= 1
-                datagram += bytes
             }
-            try state.transport.send(datagram)
+            try state.transport.send(state.datagram)
             state.statistics.requests += requests.count
             state.statistics.datagrams += 1
-            return try Self.collect(
-                from: state.transport, sequences: sequences, requests: requests, portID: portID)
+            return try Self.collect(from: state.transport, first: first, requests: requests, portID: portID)
         }
     }
 
-    /// Reads datagrams until every request of the batch has its answer.
+    /// What one request of a batch has got so far.
+    private struct Answered {
+        var replies: [NetlinkMessage] = []
+        var outcome: Outcome?
+        var interrupted = false
+    }
+
+    /// Reads datagrams until every request of the batch (sequence numbers `first`, `first + 1`…) has its
+    /// answer. Datagrams are read in the transport's buffer; only the messages a request returns (dump
+    /// entries, echoes) are copied out, acks are read where they lie.
     private static func collect(
-        from transport: any NetlinkTransport, sequences: [UInt32], requests: [NetlinkRequest], portID: UInt32
-    ) throws(NetlinkError) -> [Result<[NetlinkMessage], NetlinkError>] {
-        let first = sequences[0]
-        var replies = [[NetlinkMessage]](repeating: [], count: requests.count)
-        var outcomes = [Result<[NetlinkMessage], NetlinkError>?](repeating: nil, count: requests.count)
-        var interrupted = [Bool](repeating: false, count: requests.count)
+        from transport: any NetlinkTransport, first: UInt32, requests: [NetlinkRequest], portID: UInt32
+    ) throws(NetlinkError) -> [Outcome] {
+        var answered = [Answered](repeating: Answered(), count: requests.count)
         var open = requests.count
-        func resolve(_ index: Int, _ outcome: Result<[NetlinkMessage], NetlinkError>) {
-            outcomes[index] = outcome
-            open -= 1
-        }
         while open > 0 {
-            let datagram = try transport.receive()
-            let messages: [NetlinkMessage]
-            do {
-                messages = try NetlinkMessage.parse(datagram: datagram)
-            } catch {
-                let pending = outcomes.firstIndex { $0 == nil } ?? 0
-                throw error.withOperation(requests[pending].operation)
-            }
-            for message in messages {
-                // Replies carry one of our sequence numbers and our port id; anything else belongs to an
-                // earlier, abandoned request (or is a notification) and is skipped. Sequence numbers of a
-                // batch are consecutive (and may wrap), so the index is the distance from the first.
-                let index = Int(message.sequence &- first)
-                guard index < requests.count, outcomes[index] == nil,
-                    message.portID == portID || message.portID == 0
-                else { continue }
-                let request = requests[index]
-                if message.flags & UInt16(NLM_F_DUMP_INTR) != 0 { interrupted[index] = true }
-                switch message.type {
-                case NetlinkMessage.noop:
-                    continue
-                case NetlinkMessage.error, NetlinkMessage.done:
-                    let (code, text, offset) = try message.decodeError(operation: request.operation)
-                    if code != 0 {
-                        resolve(index, .failure(NetlinkError(
-                            kind: .kernel, operation: request.operation, errno: code, kernelMessage: text, kernelOffset: offset)))
-                    } else if message.type == NetlinkMessage.error && request.answer == .dump {
-                        continue  // an ack of the dump request itself; the dump goes on
-                    } else if interrupted[index] {
-                        resolve(index, .failure(NetlinkError(kind: .dumpInterrupted, operation: request.operation, errno: EINTR)))
-                    } else {
-                        resolve(index, .success(replies[index]))
+            try transport.receiveInPlace { (datagram: UnsafeRawBufferPointer) throws(NetlinkError) in
+                if !NetlinkMessage.isWellFormed(datagram: datagram) {
+                    // The exact complaint comes from the full parser.
+                    let pending = answered.firstIndex { $0.outcome == nil } ?? 0
+                    do throws(NetlinkError) {
+                        _ = try NetlinkMessage.parse(datagram: datagram)
+                    } catch {
+                        throw error.withOperation(requests[pending].operation)
                     }
-                case NetlinkMessage.overrun:
-                    throw NetlinkError(kind: .overrun, operation: request.operation, errno: ENOBUFS)
-                default:
-                    replies[index].append(message)
-                    if request.answer == .reply { resolve(index, .success(replies[index])) }
+                }
+                var offset = 0
+                while offset < datagram.count {
+                    let length = Int(datagram.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+                    defer { offset += netlinkAlign(length) }
+                    let type = datagram.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self)
+                    let flags = datagram.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self)
+                    let sequence = datagram.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
+                    let sender = datagram.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
+                    // Replies carry one of our sequence numbers and our port id; anything else belongs to an
+                    // earlier, abandoned request (or is a notification) and is skipped. Sequence numbers of a
+                    // batch are consecutive (and may wrap), so the index is the distance from the first.
+                    let index = Int(sequence &- first)
+                    guard index < requests.count, answered[index].outcome == nil, sender == portID || sender == 0 else { continue }
+                    let payload = UnsafeRawBufferPointer(rebasing: datagram[(offset + NetlinkMessage.headerLength)..<(offset + length)])
+                    func message() -> NetlinkMessage {
+                        NetlinkMessage(type: type, flags: flags, sequence: sequence, portID: sender, payload: Array(payload))
+                    }
+                    let answer = requests[index].answer
+                    if flags & UInt16(NLM_F_DUMP_INTR) != 0 { answered[index].interrupted = true }
+                    switch type {
+                    case NetlinkMessage.noop:
+                        continue
+                    case NetlinkMessage.error, NetlinkMessage.done:
+                        // An ack (error 0) with its request's header is read where it lies; anything else is
+                        // decoded in full.
+                        if payload.count < (type == NetlinkMessage.error ? 8 : 4) || payload.loadUnaligned(as: Int32.self) != 0 {
+                            let operation = requests[index].operation
+                            let (code, text, kernelOffset) = try message().decodeError(operation: operation)
+                            if code != 0 {
+                                answered[index].outcome = .failure(NetlinkError(
+                                    kind: .kernel, operation: operation, errno: code, kernelMessage: text, kernelOffset: kernelOffset))
+                                open -= 1
+                                continue
+                            }
+                        }
+                        if type == NetlinkMessage.error && answer == .dump {
+                            continue  // an ack of the dump request itself; the dump goes on
+                        } else if answered[index].interrupted {
+                            answered[index].outcome = .failure(NetlinkError(kind: .dumpInterrupted, operation: requests[index].operation, errno: EINTR))
+                        } else {
+                            answered[index].outcome = .messages(answered[index].replies)
+                        }
+                        open -= 1
+                    case NetlinkMessage.overrun:
+                        throw NetlinkError(kind: .overrun, operation: requests[index].operation, errno: ENOBUFS)
+                    default:
+                        answered[index].replies.append(message())
+                        if answer == .reply {
+                            answered[index].outcome = .messages(answered[index].replies)
+                            open -= 1
+                        }
+                    }
                 }
             }
         }
-        return outcomes.map { $0! }
+        return answered.map { $0.outcome! }
     }
 }

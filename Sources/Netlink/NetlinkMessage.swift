@@ -62,6 +62,20 @@ public struct NetlinkMessage: Sendable, Equatable {
         return messages
     }
 
+    /// True when every length in `datagram` is consistent, so that ``parse(datagram:)`` would not throw:
+    /// a check that copies nothing, for readers that walk the datagram where it lies.
+    static func isWellFormed(datagram: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        let total = datagram.count
+        while offset < total {
+            guard total - offset >= headerLength else { return false }
+            let length = Int(datagram.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+            guard length >= headerLength, length <= total - offset else { return false }
+            offset += netlinkAlign(length)
+        }
+        return true
+    }
+
     /// The message as bytes on the wire (header included). Used by tests and fakes.
     public var bytes: [UInt8] {
         var out: [UInt8] = []

@@ -11,6 +11,16 @@ public protocol NetlinkTransport: AnyObject {
     func send(_ bytes: [UInt8]) throws(NetlinkError)
     /// Receives one datagram (blocking).
     func receive() throws(NetlinkError) -> [UInt8]
+    /// Receives one datagram (blocking) and hands its bytes to `body` where they lie, valid only during the
+    /// call. The default copies what ``receive()`` returns; a socket lends its own buffer.
+    func receiveInPlace(_ body: (UnsafeRawBufferPointer) throws(NetlinkError) -> Void) throws(NetlinkError)
+}
+
+extension NetlinkTransport {
+    public func receiveInPlace(_ body: (UnsafeRawBufferPointer) throws(NetlinkError) -> Void) throws(NetlinkError) {
+        let datagram = try receive()
+        try datagram.withUnsafeBytes { bytes in Result { () throws(NetlinkError) in try body(bytes) } }.get()
+    }
 }
 
 /// A libmnl netlink socket, owned: opened on init, closed on deinit.
@@ -108,11 +118,19 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
     /// Receives one datagram (`mnl_socket_recvfrom`), retrying on `EINTR`. Concurrent receivers take
     /// turns on the buffer; each gets whole datagrams.
     public func receive() throws(NetlinkError) -> [UInt8] {
-        try receiveBuffer.withLock { (buffer: inout ReceiveBuffer) throws(NetlinkError) -> [UInt8] in
+        var datagram: [UInt8] = []
+        try receiveInPlace { bytes in datagram = Array(bytes) }
+        return datagram
+    }
+
+    /// Receives one datagram into the socket's own buffer and hands it to `body` there (no copy). The buffer
+    /// stays locked during the call, so concurrent receivers still get whole datagrams each.
+    public func receiveInPlace(_ body: (UnsafeRawBufferPointer) throws(NetlinkError) -> Void) throws(NetlinkError) {
+        try receiveBuffer.withLock { (buffer: inout ReceiveBuffer) throws(NetlinkError) -> Void in
             while true {
                 let received = mnl_socket_recvfrom(handle, buffer.storage.baseAddress, buffer.storage.count)
                 if received >= 0 {
-                    return Array(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<received]))
+                    return try body(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<received]))
                 }
                 let code = Glibc.errno
                 switch code {

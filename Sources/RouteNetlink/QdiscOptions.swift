@@ -8,13 +8,17 @@ import Netlink
 public struct QdiscOptions: Sendable {
     /// `TCA_KIND`: `netem`, `prio`, `pfifo`, `tbf`…
     public let kind: String
-    /// The options as tc's arguments (`delay 400ms rate 240kbit limit 1000`), empty for none.
-    public let arguments: String
+    /// The options as tc's arguments (`delay 400ms rate 240kbit limit 1000`), empty for none. Written when
+    /// asked for (an error message, a log line), never on the way to the kernel.
+    public var arguments: String { describe() }
+    private let describe: @Sendable () -> String
     private let encodeOptions: @Sendable (NetlinkMessageBuilder) -> Void
 
-    private init(kind: String, arguments: String, encode: @escaping @Sendable (NetlinkMessageBuilder) -> Void) {
+    private init(
+        kind: String, arguments: @escaping @autoclosure @Sendable () -> String, encode: @escaping @Sendable (NetlinkMessageBuilder) -> Void
+    ) {
         self.kind = kind
-        self.arguments = arguments
+        describe = arguments
         encodeOptions = encode
     }
 

@@ -126,22 +126,38 @@ extension RouteNetlinkClient {
     /// a vouched-for index the kernel does not know (`ENODEV`) is sent once more with the index looked up.
     /// Throws only what concerns the whole batch (an interface that does not exist, a failed read-back).
     public func send(_ changes: [TrafficControlChange], readingBack: Bool) throws(RouteNetlinkError) -> TrafficControlReply {
-        var indexes: [String: (index: Int32, vouched: Bool)] = [:]
-        for change in changes where indexes[change.interface] == nil {
-            let (index, vouched) = try resolve(change.interface)
-            indexes[change.interface] = (index, vouched)
+        // Each change's index, each interface resolved once (a batch names one or two interfaces: a linear
+        // search beats building a dictionary).
+        var names: [String] = []
+        var resolved: [(index: Int32, vouched: Bool)] = []
+        var indexes: [Int32] = []
+        indexes.reserveCapacity(changes.count)
+        for change in changes {
+            let name = change.interface
+            if let known = names.firstIndex(of: name) {
+                indexes.append(resolved[known].index)
+            } else {
+                let (index, vouched) = try resolve(name)
+                names.append(name)
+                resolved.append((index, vouched))
+                indexes.append(index)
+            }
         }
-        var reply = try exchange(changes, indexes: indexes.mapValues(\.index), readingBack: readingBack)
-        let stale = changes.indices.filter { position in
-            guard case let .failure(error) = reply.outcomes[position], error.errno == ENODEV else { return false }
-            return indexes[changes[position].interface]?.vouched == true
+        var reply = try exchange(changes, indexes: indexes, readingBack: readingBack)
+        var stale: [Int] = []
+        for (position, outcome) in reply.outcomes.enumerated() {
+            guard case let .failure(error) = outcome, error.errno == ENODEV,
+                let known = names.firstIndex(of: changes[position].interface), resolved[known].vouched
+            else { continue }
+            stale.append(position)
         }
         guard !stale.isEmpty else { return reply }
         for name in Set(stale.map { changes[$0].interface }) {
             forget(name)
-            indexes[name] = (try index(of: name), false)
+            let index = try index(of: name)
+            for position in changes.indices where changes[position].interface == name { indexes[position] = index }
         }
-        let again = try exchange(stale.map { changes[$0] }, indexes: indexes.mapValues(\.index), readingBack: readingBack)
+        let again = try exchange(stale.map { changes[$0] }, indexes: stale.map { indexes[$0] }, readingBack: readingBack)
         for (position, outcome) in zip(stale, again.outcomes) { reply.outcomes[position] = outcome }
         reply.filters += again.filters
         if readingBack { reply.qdiscs = again.qdiscs }
@@ -173,11 +189,14 @@ extension RouteNetlinkClient {
         }
     }
 
-    private func exchange(_ changes: [TrafficControlChange], indexes: [String: Int32], readingBack: Bool) throws(RouteNetlinkError) -> TrafficControlReply {
-        var requests = changes.map { change in
-            NetlinkRequest(message(change, index: indexes[change.interface]!), operation: operation(change))
+    /// Sends `changes`, each on the interface index at the same position of `indexes`.
+    private func exchange(_ changes: [TrafficControlChange], indexes: [Int32], readingBack: Bool) throws(RouteNetlinkError) -> TrafficControlReply {
+        var requests: [NetlinkRequest] = []
+        requests.reserveCapacity(changes.count + 1)
+        for (change, index) in zip(changes, indexes) {
+            requests.append(NetlinkRequest(message(change, index: index), operation: self.operation(change)))
         }
-        if readingBack { requests.append(NetlinkRequest(QdiscRequest.dump(), operation: qdiscDumpOperation, answer: .dump)) }
+        if readingBack { requests.append(NetlinkRequest(QdiscRequest.dump(), operation: self.qdiscDumpOperation, answer: .dump)) }
         let results: [Result<[NetlinkMessage], NetlinkError>]
         do {
             results = try connection.send(requests)
@@ -185,6 +204,7 @@ extension RouteNetlinkClient {
             throw .netlink(error)
         }
         var reply = TrafficControlReply(outcomes: [], qdiscs: [])
+        reply.outcomes.reserveCapacity(changes.count)
         for result in results.prefix(changes.count) {
             switch result {
             case let .success(messages):

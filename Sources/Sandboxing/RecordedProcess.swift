@@ -58,7 +58,7 @@ public struct RecordedProcess: Codable, Sendable, Equatable {
     public var isRunning: Bool {
         guard let stat = ProcessInspector.stat(pid), stat.state != "Z", stat.state != "X" else { return false }
         return stat.startTime == startTime && ProcessInspector.executable(pid) == executable
-            && ProcessInspector.environment(pid).contains("\(Self.markerVariable)=\(marker)")
+            && ProcessInspector.environment(pid, contains: "\(Self.markerVariable)=\(marker)")
     }
 
     /// True when the recorded process is a child of this process that `waitpid` has not collected yet:
@@ -140,13 +140,14 @@ public enum ProcessInspector {
 
     /// State, parent, group and start time of `pid`, zombies included; nil when there is no such process.
     public static func stat(_ pid: Int32) -> Stat? {
-        guard pid > 0, let text = read("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")") else { return nil }
+        // Read as bytes: the file is ASCII after the command name, and splitting a String by Character
+        // costs more than the rest of a health check's process checks together.
+        guard pid > 0, let bytes = readBytes("/proc/\(pid)/stat"), let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
         // Fields after "comm)" start at field 3 (state); ppid is field 4, pgrp 5, starttime 22.
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 19, let parent = Int32(fields[1]), let group = Int32(fields[2]),
-            let startTime = UInt64(fields[19])
-        else { return nil }
-        return Stat(state: fields[0], parent: parent, group: group, startTime: startTime)
+        let fields = bytes[(close + 1)...].split(separator: UInt8(ascii: " "))
+        func text(_ index: Int) -> String { String(decoding: fields[index], as: UTF8.self) }
+        guard fields.count > 19, let parent = Int32(text(1)), let group = Int32(text(2)), let startTime = UInt64(text(19)) else { return nil }
+        return Stat(state: Substring(text(0)), parent: parent, group: group, startTime: startTime)
     }
 
     /// Start time of `pid` when it runs (not a zombie), else nil.
@@ -167,11 +168,18 @@ public enum ProcessInspector {
 
     /// The environment `pid` was started with (`/proc/PID/environ`); empty when it cannot be read.
     public static func environment(_ pid: Int32) -> [String] {
-        guard let text = read("/proc/\(pid)/environ") else { return [] }
-        return text.split(separator: "\0").map(String.init)
+        guard let bytes = readBytes("/proc/\(pid)/environ") else { return [] }
+        return bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    private static func read(_ path: String) -> String? {
+    /// True when `entry` (`NAME=VALUE`) is one of the entries of `pid`'s environment, compared as bytes.
+    public static func environment(_ pid: Int32, contains entry: String) -> Bool {
+        guard let bytes = readBytes("/proc/\(pid)/environ") else { return false }
+        let wanted = Array(entry.utf8)
+        return bytes.split(separator: 0).contains { $0.elementsEqual(wanted) }
+    }
+
+    private static func readBytes(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -184,6 +192,6 @@ public enum ProcessInspector {
             bytes += buffer[0..<count]
             if bytes.count > 1 << 20 { break }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return bytes
     }
 }

@@ -13,14 +13,25 @@ extension Sandbox {
         var problems: [String] = []
         if !state.complete { problems.append("'up' did not finish") }
         let expected = SandboxHealthPlan(cellular: state.cellular, wire: state.wire)
+        // Every namespace's socket is opened from one thread (not one thread per namespace), and a table is
+        // dumped only where the plan expects something in it (the wire has links only).
+        var present: [(name: String, interfaces: [SandboxHealthPlan.Interface], namespace: NamedNamespace)] = []
         for (role, interfaces) in expected.namespaces {
             let name = topology.namespace(role)
             guard let namespace = try? NamedNamespace(existing: name) else {
                 problems.append("namespace \(name) is missing")
                 continue
             }
-            guard let links = try? netlink(namespace), let present = try? links.links(),
-                let addresses = try? links.addresses(), let routes = try? links.routes()
+            present.append((name, interfaces, namespace))
+        }
+        let connections = NamedNamespace.openNetlinkConnections(present.map(\.namespace))
+        for ((name, interfaces, _), connection) in zip(present, connections) {
+            let links = connection.map { RouteNetlinkClient(connection: $0, namespace: name) }
+            let wantsAddresses = interfaces.contains { !$0.addresses.isEmpty }
+            let wantsRoutes = interfaces.contains { !$0.defaultGateways.isEmpty }
+            guard let links, let present = try? links.links(),
+                let addresses = wantsAddresses ? try? links.addresses() : [],
+                let routes = wantsRoutes ? try? links.routes() : []
             else {
                 problems.append("namespace \(name) cannot be read")
                 continue

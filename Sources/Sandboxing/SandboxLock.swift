@@ -35,7 +35,7 @@ public final class SandboxLock: @unchecked Sendable {
     }
 
     /// How long a command waits for another one: `LINKCOND_LOCK_TIMEOUT` seconds when set, else 60.
-    public static let defaultTimeout: Double = ProcessInfo.processInfo.environment["LINKCOND_LOCK_TIMEOUT"].flatMap(Double.init) ?? 60
+    public static let defaultTimeout: Double = getenv("LINKCOND_LOCK_TIMEOUT").flatMap { Double(String(cString: $0)) } ?? 60
 
     private init(path: String, fd: Int32) {
         self.path = path
@@ -58,10 +58,12 @@ public final class SandboxLock: @unchecked Sendable {
         }) {
             return reentered
         }
-        do {
-            try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
-        } catch {
-            throw .state(path: store.directory, detail: "cannot be created (\(error.localizedDescription))")
+        if mkdir(store.directory, 0o755) != 0 && errno != EEXIST {
+            do {
+                try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
+            } catch {
+                throw .state(path: store.directory, detail: "cannot be created (\(error.localizedDescription))")
+            }
         }
         let deadline = MonotonicClock.seconds() + timeout
         var announced = false

@@ -106,15 +106,108 @@ enum EngineBench {
             dispatch.specialized, dispatch.unspecialized, dispatch.existential))
     }
 
-    private static func makeSubjects() throws -> [Subject] {
+    /// The engine's rows of the one table: a bare veth pair (offloads off), the bare C forwarder (the floor)
+    /// and the engine (default receive method), rounds interleaved; throughput as the time 1 MiB takes, CPU
+    /// per Mbit forwarded, the echo round trip, and departure lateness under a 50 ms delay. Failures become notes.
+    static func tableRows(rounds: Int = 3, echoes: Int = 500) -> [BenchRow] {
+        var notes: [String] = []
+        var subjects: [Subject] = []
+        defer { for subject in subjects { subject.remove() } }
+        func note(_ what: String, _ work: () throws -> Void) {
+            do { try work() } catch { notes.append("\(what): failed: \(error)") }
+        }
+        do {
+            subjects = try makeSubjects(compact: true)
+        } catch {
+            return [BenchRow(operation: "engine", ours_us: nil, floor_us: nil, peers: [:], notes: ["could not set up: \(error)"])]
+        }
+        for _ in 0..<rounds {
+            for subject in subjects {
+                note(subject.name) {
+                    var cpu: [UInt64] = [], wall: [Double] = []
+                    let rate = try BenchTraffic.tcpThroughput(
+                        from: subject.lab.client, to: subject.lab.router, address: BenchLab.routerV4, port: 40_400, seconds: throughputSeconds
+                    ) { _ in
+                        if let forwarder = subject.cpuTime?() { cpu.append(forwarder) }
+                        wall.append(BenchTraffic.seconds())
+                    }
+                    subject.rates.append(rate)
+                    if cpu.count == 2 { subject.loads.append(Double(cpu[1] &- cpu[0]) / 1e9 / (wall[1] - wall[0])) }
+                }
+            }
+        }
+        var roundTrips: [String: [Double]] = [:]
+        for subject in subjects {
+            note("round trips through \(subject.name)") {
+                roundTrips[subject.name] = try BenchTraffic.echoRoundTrips(from: subject.lab.client, to: BenchLab.routerV4, count: echoes)
+            }
+        }
+        let (veth, bare, engine) = (subjects[0], subjects[1], subjects[2])
+        // 1 MiB = 8,388,608 bits: microseconds = 8.388608e12 / rate in bit/s.
+        func perMiB(_ subject: Subject) -> Summary? { Summary(subject.rates.filter { $0 > 0 }.map { 8_388_608e6 / $0 }) }
+        // CPU seconds per Gbit (load / Gbit/s) = microseconds per Mbit.
+        func cpuPerMbit(_ subject: Subject) -> Summary? {
+            Summary(zip(subject.loads, subject.rates).filter { $0.1 > 0 }.map { $0.0 / ($0.1 / 1e9) * 1e3 })
+        }
+        var lateness: [BenchRow] = []
+        for rate in [1_000, 50_000] {
+            note("departure lateness at \(rate) frames/s") {
+                let lab = try BenchLab(tag: "late", throughWire: true)
+                defer { lab.remove() }
+                let runtime = try EngineRuntime(
+                    wire: lab.ends!, options: EngineOptions(), uplink: FixedDelayScheduler(delay: 50_000_000, capacity: 8192),
+                    downlink: FixedDelayScheduler(delay: 0))
+                defer { runtime.stop() }
+                try runtime.start()
+                try waitForPath(lab)
+                _ = try BenchTraffic.pacedDatagrams(from: lab.client, to: lab.router, address: BenchLab.routerV4, port: 40_500, rate: rate, seconds: 2)
+                let histogram = runtime.statistics(of: .uplink).lateness
+                if let median = histogram.quantile(0.5), let p95 = histogram.quantile(0.95) {
+                    lateness.append(BenchRow(
+                        operation: "engine: departure lateness, 50 ms delay, \(rate.formatted()) frames/s",
+                        ours_us: Summary(median: Double(median) / 1000, p95: Double(p95) / 1000, samples: Int(histogram.count)),
+                        floor_us: nil, peers: [:], notes: histogram.maximum > 2_000_000 ? [String(format: "maximum %.1f ms", Double(histogram.maximum) / 1e6)] : []))
+                }
+            }
+        }
+        return [
+            BenchRow(
+                operation: "engine: TCP, 1 stream, time per MiB (from throughput; \(rounds) × \(Int(throughputSeconds)) s)", ours_us: perMiB(engine),
+                floor_us: perMiB(bare), peers: perMiB(veth).map { ["bare veth pair, offloads off": $0] } ?? [:],
+                notes: ["floor: a bare AF_PACKET forwarder in C between the same wire ends"] + notes),
+            BenchRow(
+                operation: "engine: forwarder CPU per Mbit forwarded", ours_us: cpuPerMbit(engine), floor_us: cpuPerMbit(bare), peers: [:], notes: []),
+            BenchRow(
+                operation: "engine: ICMP echo round trip through the wire (\(echoes) samples)", ours_us: Summary(roundTrips[engine.name] ?? []),
+                floor_us: Summary(roundTrips[bare.name] ?? []), peers: Summary(roundTrips[veth.name] ?? []).map { ["bare veth pair": $0] } ?? [:],
+                notes: []),
+        ] + lateness
+    }
+
+
+    private static func makeSubjects(compact: Bool = false) throws -> [Subject] {
         var subjects: [Subject] = []
         do {
-            subjects.append(Subject("bare veth pair (veth offloads)", try BenchLab(tag: "veth", throughWire: false), measuresRTT: true))
-            subjects.append(Subject("bare veth pair (offloads off)", try BenchLab(tag: "vethoff", throughWire: false, offloadsOff: true), measuresRTT: false))
+            if compact {
+                subjects.append(Subject("bare veth pair (offloads off)", try BenchLab(tag: "vethoff", throughWire: false, offloadsOff: true), measuresRTT: true))
+            } else {
+                subjects.append(Subject("bare veth pair (veth offloads)", try BenchLab(tag: "veth", throughWire: false), measuresRTT: true))
+                subjects.append(Subject("bare veth pair (offloads off)", try BenchLab(tag: "vethoff", throughWire: false, offloadsOff: true), measuresRTT: false))
+            }
             let bareLab = try BenchLab(tag: "bare", throughWire: true)
             let bare = try BareForwarder(bareLab.ends!)
             subjects.append(Subject("bare C forwarder (offloads off)", bareLab, measuresRTT: true, cpuTime: { bare.cpuTime }, separateProcess: true,
                 stop: { bare.stop() }))
+            if compact {
+                let ringLab = try BenchLab(tag: "engring", throughWire: true)
+                let ringEngine = try EngineRuntime(
+                    wire: ringLab.ends!, options: EngineOptions(receiveMethod: .ring), uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+                try ringEngine.start()
+                subjects.append(Subject("engine, ring (offloads off; default)", ringLab, measuresRTT: true, cpuTime: { engineCPU(ringEngine) },
+                    stop: { ringEngine.stop() }))
+                for subject in subjects { try waitForPath(subject.lab) }
+                return subjects
+            }
             let engineLab = try BenchLab(tag: "engine", throughWire: true)
             let engine = try EngineRuntime(
                 wire: engineLab.ends!, options: EngineOptions(receiveMethod: .recvmmsg), uplink: PassThroughScheduler(),

@@ -27,6 +27,13 @@ struct Summary: Encodable {
         p95 = percentile(values, 0.95)
         samples = values.count
     }
+
+    /// A summary worked out elsewhere (a histogram's quantiles).
+    init(median: Double, p95: Double, samples: Int) {
+        self.median = median
+        self.p95 = p95
+        self.samples = samples
+    }
 }
 
 /// One row of the table and of `--json`.
@@ -72,26 +79,10 @@ func waitReadable(_ fd: Int32, milliseconds: Int32) -> Bool {
     return poll(&entry, 1, milliseconds) == 1
 }
 
-/// Runs a process with a deadline; nil when it failed or ran out of time (then it is killed).
+/// Runs a process with a deadline; its wall time in microseconds, nil when it failed or ran out of time
+/// (then it is killed).
 func timedProcess(_ arguments: [String], environment: [String: String] = [:], seconds: Double = 30) -> Double? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: arguments[0])
-    process.arguments = Array(arguments.dropFirst())
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    let start = now()
-    do { try process.run() } catch { return nil }
-    let deadline = start + UInt64(seconds * 1e9)
-    while process.isRunning {
-        if now() > deadline {
-            process.terminate()
-            process.waitUntilExit()
-            return nil
-        }
-        usleep(200)
-    }
-    return process.terminationStatus == 0 ? Double(now() - start) / 1000 : nil
+    ProcessRunner.run(arguments, environment: environment, seconds: seconds)?.wall
 }
 
 func which(_ name: String) -> String? {
@@ -137,7 +128,8 @@ enum NetlinkBench {
     // MARK: With netem: a sandbox, edge ↔ 3g
 
     static func netemRows(iterations: Int, linkcond: String?) throws -> [BenchRow] {
-        let store = SandboxStore(directory: "/run/linkcond")
+        let store = SandboxStore(directory: "/run/lcb-netem-\(getpid())")
+        defer { rmdir(store.directory) }
         let edge = try ProfileCatalog.find("edge", directory: profilesDirectory)
         let threeG = try ProfileCatalog.find("3g", directory: profilesDirectory)
         let ours = Sandbox(topology: try SandboxTopology(name: "bench\(getpid() % 100_000)"), store: store)
@@ -154,13 +146,6 @@ enum NetlinkBench {
         var netlink: [Double] = []
         var whole: [Double] = []
         var requests = 0
-        for index in 0..<iterations {
-            let start = now()
-            let report = try backend.apply(index % 2 == 0 ? threeG : edge)
-            whole.append(Double(now() - start) / 1000)
-            netlink.append(report.duration * 1e6)
-            requests = report.requests
-        }
 
         // The floor: the same batches, byte for byte, from C on sockets held open in the floor sandbox.
         try NetemBackend(sandbox: floor).apply(edge)
@@ -187,12 +172,29 @@ enum NetlinkBench {
         }
         var floorTimes: [Double] = []
         var refused = 0
+        // Interleaved, the order alternating, so load on the machine hits both alike.
         for index in 0..<iterations {
-            var (up, down) = batches[index % 2]
-            let start = now()
-            if !client.exchange(&up) { refused += 1 }
-            if !router.exchange(&down) { refused += 1 }
-            floorTimes.append(Double(now() - start) / 1000)
+            let runOurs = { () throws in
+                let start = now()
+                let report = try backend.apply(index % 2 == 0 ? threeG : edge)
+                whole.append(Double(now() - start) / 1000)
+                netlink.append(report.duration * 1e6)
+                requests = report.requests
+            }
+            let runFloor = {
+                var (up, down) = batches[index % 2]
+                let start = now()
+                if !client.exchange(&up) { refused += 1 }
+                if !router.exchange(&down) { refused += 1 }
+                floorTimes.append(Double(now() - start) / 1000)
+            }
+            if index % 2 == 0 {
+                try runOurs()
+                runFloor()
+            } else {
+                runFloor()
+                try runOurs()
+            }
         }
         let note = refused == 0 ? [] : ["the floor's kernel refused \(refused) batches"]
         rows.append(BenchRow(
@@ -257,30 +259,38 @@ enum NetlinkBench {
     static func processRow(_ sandbox: Sandbox, linkcond: String?, iterations: Int) throws -> BenchRow {
         var notes: [String] = []
         var ours: [Double] = []
-        if let linkcond {
-            for index in 0..<iterations {
-                let profile = index % 2 == 0 ? "3g" : "edge"
-                if let time = timedProcess([linkcond, "apply", profile, "--name", sandbox.topology.name], environment: ["LINKCOND_PROFILES": profilesDirectory]) {
-                    ours.append(time)
-                }
-            }
-            if ours.count < iterations { notes.append("\(iterations - ours.count) of \(iterations) linkcond apply runs failed or timed out") }
-        } else {
-            notes.append("no linkcond executable next to linkcond-bench")
-        }
         let (a, b) = try peerPair("lcb-p-\(getpid())")
         defer { try? a.delete(); try? b.delete() }
         var peers: [String: Summary] = [:]
         let tc = "/usr/sbin/tc"
         var pair: [Double] = []
+        var failedApplies = 0
+        // linkcond apply and the tc pair interleaved, the order alternating.
         for index in 0..<iterations {
-            let (down, up) = index % 2 == 0 ? ("100ms", "100ms") : ("400ms", "440ms")
-            let (rateDown, rateUp) = index % 2 == 0 ? ("780kbit", "330kbit") : ("240kbit", "200kbit")
-            guard let first = timedProcess([tc, "-n", b.name, "qdisc", "replace", "dev", "c-wl0", "root", "handle", "1:", "netem", "delay", down, "rate", rateDown]),
-                let second = timedProcess([tc, "-n", a.name, "qdisc", "replace", "dev", "wl0", "root", "handle", "1:", "netem", "delay", up, "rate", rateUp])
-            else { continue }
-            pair.append(first + second)
+            let runOurs = {
+                guard let linkcond else { return }
+                let profile = index % 2 == 0 ? "3g" : "edge"
+                if let time = timedProcess(
+                    [linkcond, "apply", profile, "--name", sandbox.topology.name],
+                    environment: ["LINKCOND_PROFILES": profilesDirectory, "LINKCOND_STORE": sandbox.store.directory]
+                ) {
+                    ours.append(time)
+                } else {
+                    failedApplies += 1
+                }
+            }
+            let runPair = {
+                let (down, up) = index % 2 == 0 ? ("100ms", "100ms") : ("400ms", "440ms")
+                let (rateDown, rateUp) = index % 2 == 0 ? ("780kbit", "330kbit") : ("240kbit", "200kbit")
+                guard let first = timedProcess([tc, "-n", b.name, "qdisc", "replace", "dev", "c-wl0", "root", "handle", "1:", "netem", "delay", down, "rate", rateDown]),
+                    let second = timedProcess([tc, "-n", a.name, "qdisc", "replace", "dev", "wl0", "root", "handle", "1:", "netem", "delay", up, "rate", rateUp])
+                else { return }
+                pair.append(first + second)
+            }
+            if index % 2 == 0 { runOurs(); runPair() } else { runPair(); runOurs() }
         }
+        if linkcond == nil { notes.append("no linkcond executable next to linkcond-bench") }
+        if failedApplies > 0 { notes.append("\(failedApplies) of \(iterations) linkcond apply runs failed or timed out") }
         if let summary = Summary(pair) { peers["tc -n … qdisc replace ×2"] = summary } else { notes.append("tc did not run") }
         if let python = which("python3") {
             let script = "import sys; from pyroute2 import NetNS; a=NetNS(sys.argv[1]); b=NetNS(sys.argv[2]); "
@@ -306,38 +316,98 @@ enum NetlinkBench {
 
     // MARK: Without netem: tbf grafts as a proxy
 
-    static func tbfRows(iterations: Int) throws -> [BenchRow] {
-        let (a, b) = try peerPair("lcb-t-\(getpid())")
-        defer { try? a.delete(); try? b.delete() }
-        let clientA = RouteNetlinkClient(connection: try a.openNetlinkConnection(), namespace: a.name)
-        let clientB = RouteNetlinkClient(connection: try b.openNetlinkConnection(), namespace: b.name)
-        let indexA = try clientA.index(of: "wl0"), indexB = try clientB.index(of: "c-wl0")
-        let fast = RouteNetlinkClient(connection: clientA.connection, namespace: a.name, interfaceIndexes: ["wl0": indexA])
-        let fastB = RouteNetlinkClient(connection: clientB.connection, namespace: b.name, interfaceIndexes: ["c-wl0": indexB])
-        func options(_ k: Int) -> QdiscOptions { .tbf(TokenBucketOptions(rate: k % 2 == 0 ? 97_500 : 30_000, burst: 1600, limit: 3000)) }
-        func handle(_ k: Int) -> TrafficControlHandle { TrafficControlHandle(major: k % 2 == 0 ? 2 : 1, minor: 0) }
-        try fast.replaceQdisc(on: "wl0", handle: handle(1), options: options(1))
-        try fastB.replaceQdisc(on: "c-wl0", handle: handle(1), options: options(1))
-        var ours: [Double] = []
-        for k in 0..<iterations {
-            let start = now()
-            for (client, name) in [(fast, "wl0"), (fastB, "c-wl0")] {
-                let reply = try client.send([.replaceQdisc(interface: name, handle: handle(k), parent: .root, options: options(k), graft: true)], readingBack: true)
-                if let error = reply.firstError { throw error }
-                guard reply.qdiscs.contains(where: { $0.handle == handle(k) && $0.kind == "tbf" }) else { throw RouteNetlinkError.invalidArgument("tbf not read back") }
+    /// The proxy switch on two namespaces joined by a veth: a tbf grafted on each end in place of the other
+    /// handle, each namespace's change and its read-back in one datagram. `ours` goes through
+    /// RouteNetlinkClient, `floor` sends the same bytes from C; `step` alternates the handles.
+    final class TbfSwitch {
+        let a: NamedNamespace, b: NamedNamespace
+        let clientA: RouteNetlinkClient, clientB: RouteNetlinkClient
+        let floorA: FloorSocket, floorB: FloorSocket
+        var step = 1  // the qdiscs installed by init have handle(1)
+
+        init(prefix: String) throws {
+            let (a, b) = try peerPair(prefix)
+            self.a = a
+            self.b = b
+            do {
+                let connectionA = try a.openNetlinkConnection(), connectionB = try b.openNetlinkConnection()
+                let lookupA = RouteNetlinkClient(connection: connectionA, namespace: a.name)
+                let lookupB = RouteNetlinkClient(connection: connectionB, namespace: b.name)
+                clientA = RouteNetlinkClient(connection: connectionA, namespace: a.name, interfaceIndexes: ["wl0": try lookupA.index(of: "wl0")])
+                clientB = RouteNetlinkClient(connection: connectionB, namespace: b.name, interfaceIndexes: ["c-wl0": try lookupB.index(of: "c-wl0")])
+                floorA = try FloorSocket(a)
+                floorB = try FloorSocket(b)
+                try clientA.replaceQdisc(on: "wl0", handle: Self.handle(1), options: Self.options(1))
+                try clientB.replaceQdisc(on: "c-wl0", handle: Self.handle(1), options: Self.options(1))
+            } catch {
+                try? a.delete()
+                try? b.delete()
+                throw error
             }
-            ours.append(Double(now() - start) / 1000)
         }
-        let floorA = try FloorSocket(a), floorB = try FloorSocket(b)
-        var floor: [Double] = []
-        for k in 0..<iterations {
-            var one = try fast.datagram(for: [.replaceQdisc(interface: "wl0", handle: handle(k + iterations), parent: .root, options: options(k), graft: true)], readingBack: true)
-            var two = try fastB.datagram(for: [.replaceQdisc(interface: "c-wl0", handle: handle(k + iterations), parent: .root, options: options(k), graft: true)], readingBack: true)
+
+        func remove() {
+            try? a.delete()
+            try? b.delete()
+        }
+
+        static func options(_ k: Int) -> QdiscOptions { .tbf(TokenBucketOptions(rate: k % 2 == 0 ? 97_500 : 30_000, burst: 1600, limit: 3000)) }
+        static func handle(_ k: Int) -> TrafficControlHandle { TrafficControlHandle(major: k % 2 == 0 ? 2 : 1, minor: 0) }
+
+        /// One switch through linkcond's client; microseconds.
+        @inline(never)
+        func ours() throws -> Double {
+            step += 1
+            let k = step
             let start = now()
-            _ = floorA.exchange(&one)
-            _ = floorB.exchange(&two)
-            floor.append(Double(now() - start) / 1000)
+            for (client, name) in [(clientA, "wl0"), (clientB, "c-wl0")] {
+                let reply = try client.send([.replaceQdisc(interface: name, handle: Self.handle(k), parent: .root, options: Self.options(k), graft: true)], readingBack: true)
+                if let error = reply.firstError { throw error }
+                guard reply.qdiscs.contains(where: { $0.handle == Self.handle(k) && $0.kind == "tbf" }) else {
+                    throw RouteNetlinkError.invalidArgument("tbf not read back")
+                }
+            }
+            return Double(now() - start) / 1000
         }
+
+        /// The same switch from C, the datagrams made before the clock starts; microseconds.
+        @inline(never)
+        func floor() throws -> Double {
+            step += 1
+            let k = step
+            var one = try clientA.datagram(for: [.replaceQdisc(interface: "wl0", handle: Self.handle(k), parent: .root, options: Self.options(k), graft: true)], readingBack: true)
+            var two = try clientB.datagram(for: [.replaceQdisc(interface: "c-wl0", handle: Self.handle(k), parent: .root, options: Self.options(k), graft: true)], readingBack: true)
+            let start = now()
+            let accepted = floorA.exchange(&one) && floorB.exchange(&two)
+            let elapsed = Double(now() - start) / 1000
+            guard accepted else { throw BenchFailure("the floor's tbf graft was refused") }
+            return elapsed
+        }
+    }
+
+    /// Ours and the floor, interleaved (one of each per iteration, the order alternating), so load on the
+    /// machine hits both alike.
+    static func tbfSwitch(iterations: Int) throws -> (ours: [Double], floor: [Double]) {
+        let lab = try TbfSwitch(prefix: "lcb-t-\(getpid())")
+        defer { lab.remove() }
+        var ours: [Double] = [], floor: [Double] = []
+        for _ in 0..<min(20, iterations) { _ = try lab.ours(); _ = try lab.floor() }  // warm up
+        for k in 0..<iterations {
+            if k % 2 == 0 {
+                ours.append(try lab.ours())
+                floor.append(try lab.floor())
+            } else {
+                floor.append(try lab.floor())
+                ours.append(try lab.ours())
+            }
+        }
+        return (ours, floor)
+    }
+
+    static func tbfRows(iterations: Int) throws -> [BenchRow] {
+        let (ours, floor) = try tbfSwitch(iterations: iterations)
+        let (a, b) = try peerPair("lcb-tp-\(getpid())")
+        defer { try? a.delete(); try? b.delete() }
         var peers: [String: Summary] = [:]
         var pair: [Double] = []
         for k in 0..<min(iterations, 40) {

@@ -1,10 +1,16 @@
-// linkcond-bench: linkcond's own netlink paths against the iproute2 commands peers run for the same
-// change, in one run, in a throwaway namespace. Prints a table of medians and 95th percentiles.
+// linkcond-bench: linkcond against the floor (the same netlink requests from C, a bare C forwarder) and the
+// peers (ip, tc, pyroute2, tcconfig's tcset), in one run, in throwaway namespaces and sandboxes of its own.
+// Prints one table of medians and 95th percentiles (with --json the same rows as JSON); every wait is bounded.
 //
-//   sudo .build/release/linkcond-bench [iterations] [--json]     (all rows; the engine's rows come last)
-//   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [rounds=N]   (the engine's rows only)
+//   sudo .build/release/linkcond-bench [iterations] [scale=N] [netlink-only] [--json]   everything (about a minute)
+//   sudo .build/release/linkcond-bench switch [N]      the in-process switch against the libmnl floor only
+//   sudo .build/release/linkcond-bench apply [N]       linkcond apply as a process against the tc pair only
+//   sudo .build/release/linkcond-bench scale [N]       N sandboxes with engines (default 200) only
+//   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [rounds=N]   the engine's detailed tables
+//   sudo LINKCOND_STORE=DIR .build/release/linkcond-bench health NAME   the health check of a sandbox, in process
 //
-// Nothing outside the namespace lc-bench-PID is touched; it is removed at the end.
+// Nothing outside the namespaces, sandboxes and stores it names after its process id is touched; they are
+// removed at the end.
 import Conditioning
 import Netlink
 import Foundation
@@ -33,25 +39,11 @@ func percentile(_ values: [Double], _ fraction: Double) -> Double {
     return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction + 0.5))]
 }
 
-/// Runs a command with posix_spawn (the cheapest way a peer tool can run `ip`/`tc`) and waits for it;
-/// returns its exit status. Output goes to `stdout` when given, else to /dev/null.
+/// Runs a command with posix_spawn (the cheapest way a peer tool can run `ip`/`tc`) and waits for it, at
+/// most 30 s (then it is killed); returns its exit status (-1 when it failed to start or was killed).
+/// Output goes to `stdout` when given, else to /dev/null.
 func runProcess(_ arguments: [String], stdout: FileHandle? = nil) -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    if let stdout {
-        posix_spawn_file_actions_adddup2(&actions, stdout.fileDescriptor, 1)
-    } else {
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    }
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    let argv = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    guard posix_spawn(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return -1 }
-    var status: Int32 = 0
-    waitpid(pid, &status, 0)
-    return status
+    ProcessRunner.run(arguments, stdout: stdout?.fileDescriptor) == nil ? -1 : 0
 }
 
 func time(_ body: () throws -> Void) rethrows -> Double {
@@ -69,8 +61,38 @@ if CommandLine.arguments.dropFirst().first == "engine" {
     EngineBench.run(parts: Set(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
+// `linkcond-bench switch [N]`: only the in-process switch, ours and the libmnl floor interleaved (for profiling).
+if CommandLine.arguments.dropFirst().first == "switch" {
+    let count = CommandLine.arguments.dropFirst(2).compactMap { Int($0) }.first ?? 1000
+    let (ours, floor) = try NetlinkBench.tbfSwitch(iterations: count)
+    let (o, f) = (percentile(ours, 0.5), percentile(floor, 0.5))
+    print(String(format: "switch (tbf proxy, %d iterations): ours %.1f µs (p95 %.1f), floor %.1f µs (p95 %.1f), ratio %.2f×", count, o, percentile(ours, 0.95), f, percentile(floor, 0.95), o / f))
+    exit(0)
+}
+if CommandLine.arguments.dropFirst().first == "exec" { _ = ProcessRunner.run(Array(CommandLine.arguments.dropFirst(2)), stdout: 1); exit(0) }
+if CommandLine.arguments.dropFirst().first == "health" { try HealthProbe.run(CommandLine.arguments[2]); exit(0) }
+// `linkcond-bench apply [N]`: only the whole-process rows (ProcessBench.swift).
+if CommandLine.arguments.dropFirst().first == "apply" {
+    let count = CommandLine.arguments.dropFirst(2).compactMap { Int($0) }.first ?? 30
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("linkcond").path
+    BenchOutput.print(
+        ProcessBench.rows(iterations: count, linkcond: access(executable, X_OK) == 0 ? executable : nil), json: CommandLine.arguments.contains("--json"),
+        header: "linkcond-bench apply: \(count) iterations")
+    exit(0)
+}
+// `linkcond-bench scale [N]`: N sandboxes with engines and servers (ScaleBench.swift), 200 by default.
+if CommandLine.arguments.dropFirst().first == "scale" {
+    let count = CommandLine.arguments.dropFirst(2).compactMap { Int($0) }.first ?? 200
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("linkcond").path
+    BenchOutput.print(
+        ScaleBench.run(count: count, linkcond: access(executable, X_OK) == 0 ? executable : nil), json: CommandLine.arguments.contains("--json"),
+        header: "linkcond-bench scale: \(count) sandboxes, \(ProcessInfo.processInfo.activeProcessorCount) CPUs")
+    exit(0)
+}
 let iterations = CommandLine.arguments.dropFirst().compactMap { Int($0) }.first ?? 100
 let json = CommandLine.arguments.contains("--json")
+/// `scale=N` sets the sandboxes of the scale rows (default 20; `linkcond-bench scale 200` runs only those).
+let scaleCount = CommandLine.arguments.first { $0.hasPrefix("scale=") }.flatMap { Int($0.dropFirst(6)) } ?? 20
 let name = "lc-bench-\(getpid())"
 let ip = "/usr/sbin/ip", tc = "/usr/sbin/tc"
 let namespace = try NamedNamespace.create(name)
@@ -210,16 +232,24 @@ do {
 }
 
 let linkcondPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("linkcond").path
+let linkcond = access(linkcondPath, X_OK) == 0 ? linkcondPath : nil
 var table = rows.map { row in
     BenchRow(
         operation: row.operation, ours_us: Summary(row.ours), floor_us: nil, peers: Summary(row.peer).map { [row.peerName: $0] } ?? [:],
         notes: row.operation == "see a carrier loss" && monitorMisses > 0 ? ["ip monitor printed nothing within 2 s \(monitorMisses) times"] : [])
 }
-table += try NetlinkBench.rows(iterations: iterations, hasNetem: hasNetem, linkcond: access(linkcondPath, X_OK) == 0 ? linkcondPath : nil)
-BenchOutput.print(table, json: json, header: "linkcond-bench: \(iterations) iterations, kernel \(ProcessInfo.processInfo.operatingSystemVersionString)")
-
-// The userspace engine's data plane: throughput, added round-trip time, departure lateness, CPU (EngineBench*.swift).
-if !json {
-    print("")
-    EngineBench.run()
+// The switch: in process against the libmnl floor (and, with netem, `linkcond apply` as a process against the peers).
+table += try NetlinkBench.rows(iterations: iterations, hasNetem: hasNetem, linkcond: linkcond)
+// `netlink-only` (the kernel VM, where TCG makes the rest slow) leaves out the userspace engine's rows.
+if !CommandLine.arguments.contains("netlink-only") {
+    // `linkcond apply` as a process through the userspace engine against the tc pair, and start-up.
+    table += ProcessBench.rows(iterations: min(iterations, 40), linkcond: linkcond)
+    // Sandboxes at scale (`linkcond-bench scale 200` for the full run).
+    if scaleCount > 0 { table += ScaleBench.run(count: scaleCount, linkcond: linkcond, deadlineSeconds: 300) }
+    // The userspace engine's data plane against the bare C forwarder and a bare veth pair.
+    table += EngineBench.tableRows()
 }
+let loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+BenchOutput.print(
+    table, json: json,
+    header: "linkcond-bench: \(iterations) iterations, kernel \(ProcessInfo.processInfo.operatingSystemVersionString), \(ProcessInfo.processInfo.activeProcessorCount) CPUs, load average at the end \(loadAverage)")

@@ -3,8 +3,18 @@ import XCTest
 @testable import JSONDocument
 
 final class JSONParserTests: XCTestCase {
-    private func parse(_ text: String) throws -> ParsedJSON {
-        try JSONParser.parse(text)
+    /// Parses `text`, and checks that ``JSONParser/value(of:maximumDepth:)`` (no positions) reads the same value.
+    private func parse(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> ParsedJSON {
+        let parsed = try JSONParser.parse(text)
+        XCTAssertEqual(try JSONParser.value(of: Array(text.utf8)), parsed.value, "value(of:) reads the same", file: file, line: line)
+        return parsed
+    }
+
+    /// Checks that the fast reader refuses `bytes` with exactly `error`.
+    private func checkFastReader(_ bytes: [UInt8], throws error: JSONParseError, file: StaticString, line: UInt) {
+        XCTAssertThrowsError(try JSONParser.value(of: bytes), file: file, line: line) { fast in
+            XCTAssertEqual(fast as? JSONParseError, error, "value(of:) refuses with the same error", file: file, line: line)
+        }
     }
 
     /// The error `text` raises; fails the test when it parses.
@@ -14,6 +24,7 @@ final class JSONParserTests: XCTestCase {
             XCTFail("parsed: \(parsed.value)", file: file, line: line)
             return nil
         } catch {
+            checkFastReader(Array(text.utf8), throws: error, file: file, line: line)
             return error
         }
     }
@@ -24,6 +35,7 @@ final class JSONParserTests: XCTestCase {
             XCTFail("parsed: \(parsed.value)", file: file, line: line)
             return nil
         } catch {
+            checkFastReader(bytes, throws: error, file: file, line: line)
             return error
         }
     }
@@ -314,6 +326,18 @@ final class JSONParserTests: XCTestCase {
         }
         // The default limit keeps a hostile document from exhausting the stack.
         XCTAssertEqual(try XCTUnwrap(parseError(String(repeating: "[", count: 100_000))).kind, .tooDeep)
+    }
+
+    func testLargeObjectsWithoutPositions() throws {
+        // Past 32 members the fast reader keeps its keys in a set; a late duplicate is refused all the same.
+        let members = (0..<40).map { "\"k\($0)\": \($0)" }
+        let text = "{" + members.joined(separator: ", ") + "}"
+        let parsed = try parse(text)
+        XCTAssertEqual(parsed.value.objectMembers?.count, 40)
+        let duplicate = try XCTUnwrap(parseError("{" + members.joined(separator: ", ") + ", \"k3\": 1}"))
+        XCTAssertEqual(duplicate.kind, .duplicateKey)
+        let early = try XCTUnwrap(parseError("{\"a\": 1, \"b\": [1, {\"c\": 2, \"c\": 3}]}"))
+        XCTAssertEqual(early.kind, .duplicateKey)
     }
 }
 

@@ -184,4 +184,21 @@ final class MessageBuilderTests: XCTestCase {
             XCTAssertThrowsError(try tooSmall.finish(), "\(payloadSize) bytes in \(needed - 4)")
         }
     }
+
+    func testAMessageThatOutgrowsItsFirstBlockKeepsEveryByteAndClearsPadding() throws {
+        // Odd-sized payloads (padding after each) across several growths of the buffer, then a nest whose
+        // length is patched after the growth moved the message.
+        let builder = NetlinkMessageBuilder(type: 1, flags: 0)
+        let nest = builder.beginNest(9)
+        var body: [UInt8] = []
+        for index in 0..<200 {
+            let payload = [UInt8](repeating: UInt8(truncatingIfNeeded: index | 0x80), count: index % 7)
+            builder.put(UInt16(index % 100 + 1), bytes: payload)
+            body += attribute(UInt16(index % 100 + 1), payload)
+        }
+        builder.endNest(nest)
+        let expected = message(type: 1, sequence: 0, portID: 0, payload: attribute(9, body))
+        XCTAssertGreaterThan(expected.count, 1024, "the message outgrows the first block twice")
+        XCTAssertEqual(try builder.finish(), expected)
+    }
 }

@@ -1,0 +1,153 @@
+import JSONDocument
+
+/// The text of a state file, written and read by hand with JSONDocument rather than through Codable and
+/// Foundation's JSON coders: a `linkcond apply` reads the state twice and writes it once, and in a fresh
+/// process Codable's first use of each type costs more (runtime type look-ups, metadata) than the whole
+/// file takes to parse. The format is the one `JSONEncoder` wrote (keys sorted, two-space indent), so
+/// either reads the other's files.
+extension SandboxState {
+    /// A state file's content that cannot be read as a state, in words for ``SandboxStore/Record/unreadable(detail:)``.
+    struct FileProblem: Error {
+        var reason: String
+    }
+
+    /// The file's text: the keys sorted, indented.
+    var fileText: String {
+        JSONWriter.text(of: jsonValue, indent: 2) + "\n"
+    }
+
+    var jsonValue: JSONValue {
+        var members: [(key: String, value: JSONValue)] = [
+            ("cellular", .bool(cellular)), ("complete", .bool(complete)), ("createdAt", .string(createdAt)), ("name", .string(name)),
+            ("namespaces", .array(namespaces.map(JSONValue.string))), ("processes", .array(processes.map(\.jsonValue))),
+            ("version", .number(JSONNumber(version))), ("wire", .bool(wire)),
+        ]
+        if let backend { members.append(("backend", .string(backend))) }
+        if let conditions { members.append(("conditions", conditions.jsonValue)) }
+        return .object(members.sorted { $0.key < $1.key })
+    }
+
+    /// Reads a state file's bytes; throws what is wrong as ``FileProblem``.
+    static func decode(file bytes: [UInt8]) throws(FileProblem) -> SandboxState {
+        let root: JSONValue
+        do {
+            root = try JSONParser.value(of: bytes)
+        } catch {
+            throw FileProblem(reason: "\(error)")
+        }
+        let object = try FileObject(root, path: "")
+        var state = SandboxState(name: try object.string("name"), cellular: try object.bool("cellular"))
+        state.version = try object.integer("version")
+        state.wire = try object.bool("wire")
+        state.backend = try object.optionalString("backend")
+        state.namespaces = try object.array("namespaces").enumerated().map { (index, element) throws(FileProblem) in
+            guard case let .string(name) = element else { throw FileProblem(reason: "bad 'namespaces.\(index)'") }
+            return name
+        }
+        state.processes = try object.array("processes").enumerated().map { (index, element) throws(FileProblem) in
+            try RecordedProcess(file: FileObject(element, path: "processes.\(index)."))
+        }
+        state.complete = try object.bool("complete")
+        state.createdAt = try object.string("createdAt")
+        if let conditions = object.member("conditions"), conditions != .null {
+            state.conditions = try AppliedConditions(file: FileObject(conditions, path: "conditions."))
+        }
+        return state
+    }
+}
+
+extension SandboxState.AppliedConditions {
+    var jsonValue: JSONValue {
+        var members: [(key: String, value: JSONValue)] = [("appliedAt", .string(appliedAt)), ("profile", .string(profile))]
+        if let links { members.append(("links", .array(links.map(JSONValue.string)))) }
+        if let source { members.append(("source", .string(source))) }
+        if let targets { members.append(("targets", .array(targets.map(JSONValue.string)))) }
+        return .object(members.sorted { $0.key < $1.key })
+    }
+
+    init(file object: FileObject) throws(SandboxState.FileProblem) {
+        self.init(profile: try object.string("profile"), source: try object.optionalString("source"), appliedAt: try object.string("appliedAt"))
+        if let links = object.member("links"), links != .null {
+            guard case let .array(elements) = links else { throw object.bad("links") }
+            self.links = try elements.map { (element) throws(SandboxState.FileProblem) in
+                guard case let .string(link) = element else { throw object.bad("links") }
+                return link
+            }
+        }
+        if let targets = object.member("targets"), targets != .null {
+            guard case let .array(elements) = targets else { throw object.bad("targets") }
+            self.targets = try elements.map { (element) throws(SandboxState.FileProblem) in
+                guard case let .string(target) = element else { throw object.bad("targets") }
+                return target
+            }
+        }
+    }
+}
+
+extension RecordedProcess {
+    var jsonValue: JSONValue {
+        .object([
+            ("executable", .string(executable)), ("marker", .string(marker)), ("pid", .number(JSONNumber(Int(pid)))),
+            ("role", .string(role.rawValue)), ("startTime", .number(JSONNumber(value: Double(startTime), literal: String(startTime)))),
+        ])
+    }
+
+    init(file object: FileObject) throws(SandboxState.FileProblem) {
+        guard let role = Role(rawValue: try object.string("role")) else { throw object.bad("role") }
+        self.init(
+            role: role, pid: try object.integer("pid"), startTime: try object.integer("startTime"), executable: try object.string("executable"),
+            marker: try object.string("marker"))
+    }
+}
+
+/// An object of a state file with typed look-ups whose errors name the key as Codable's did (`no 'name'`,
+/// `bad 'processes.0.pid'`).
+struct FileObject {
+    let members: [(key: String, value: JSONValue)]
+    let path: String
+
+    init(_ value: JSONValue, path: String) throws(SandboxState.FileProblem) {
+        guard case let .object(members) = value else {
+            throw SandboxState.FileProblem(reason: path.isEmpty ? "not an object" : "bad '\(path.dropLast())'")
+        }
+        self.members = members
+        self.path = path
+    }
+
+    func member(_ key: String) -> JSONValue? {
+        members.first { $0.key == key }?.value
+    }
+
+    func bad(_ key: String) -> SandboxState.FileProblem { SandboxState.FileProblem(reason: "bad '\(path)\(key)'") }
+
+    private func required(_ key: String) throws(SandboxState.FileProblem) -> JSONValue {
+        guard let value = member(key), value != .null else { throw SandboxState.FileProblem(reason: "no '\(path)\(key)'") }
+        return value
+    }
+
+    func string(_ key: String) throws(SandboxState.FileProblem) -> String {
+        guard case let .string(text) = try required(key) else { throw bad(key) }
+        return text
+    }
+
+    func optionalString(_ key: String) throws(SandboxState.FileProblem) -> String? {
+        guard let value = member(key), value != .null else { return nil }
+        guard case let .string(text) = value else { throw bad(key) }
+        return text
+    }
+
+    func bool(_ key: String) throws(SandboxState.FileProblem) -> Bool {
+        guard case let .bool(flag) = try required(key) else { throw bad(key) }
+        return flag
+    }
+
+    func integer<T: FixedWidthInteger>(_ key: String) throws(SandboxState.FileProblem) -> T {
+        guard case let .number(number) = try required(key), let value = number.integer(as: T.self) else { throw bad(key) }
+        return value
+    }
+
+    func array(_ key: String) throws(SandboxState.FileProblem) -> [JSONValue] {
+        guard case let .array(elements) = try required(key) else { throw bad(key) }
+        return elements
+    }
+}
