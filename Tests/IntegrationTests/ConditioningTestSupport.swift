@@ -273,16 +273,21 @@ struct DirectionModel {
         }
     }
 
-    /// The standard deviation of the added delay with the profile's delay correlation, in seconds; nil where
-    /// ``delayDeviation`` is nil. Both backends draw jitter from netem's correlated random numbers
-    /// (`get_crandom`; the engine's `CorrelatedRandom`, DelaySampler): each is (1 − c) × a fresh uniform + c ×
-    /// the previous one, which narrows them by √((1 − c)/(1 + c)) — exactly the uniform jitter's factor — and
-    /// a table distribution reads its value at that quantile, which narrows a normal jitter further (to
-    /// 0.65 σ at c = 25%, against 0.77). That factor is computed here from the same process.
-    var correlatedDelayDeviation: Double? {
+    /// The standard deviation of the added delay that `kind` gives the profile's delay correlation, in
+    /// seconds; nil where ``delayDeviation`` is nil. The backends differ here:
+    ///
+    /// - netem draws each delay from its correlated random number (`get_crandom`: (1 − c) × a fresh number +
+    ///   c × the previous one) but then takes it modulo the table size or 2 × jitter (`tabledist`:
+    ///   `rnd % dist->size`, `rnd % (2 * sigma)`): the low bits, which the correlation hardly touches, so the
+    ///   spread is the uncorrelated one (the VM measures about 30 ms for `lossy`'s round trip, σ 28.3 ms);
+    /// - the engine reads the distribution at the quantile the correlated number gives (DelaySampler), so a
+    ///   correlation narrows it: by √((1 − c)/(1 + c)) for uniform jitter, and for a table distribution by
+    ///   what its table does to the narrowed quantiles — 0.65 σ for normal at c = 25%, computed here from
+    ///   the same process.
+    func delayDeviation(for kind: BackendKind) -> Double? {
         guard let deviation = delayDeviation else { return nil }
         let correlation = conditions.delayCorrelation
-        guard deviation > 0, correlation > 0 else { return deviation }
+        guard kind == .userspace, deviation > 0, correlation > 0 else { return deviation }
         switch conditions.distribution {
         case nil, .uniform?: return deviation * ((1 - correlation) / (1 + correlation)).squareRoot()
         case .normal?: return deviation * CorrelatedQuantiles.normalDeviation(correlation: correlation)
