@@ -162,33 +162,38 @@ final class EngineFidelityTests: ConditioningTestCase {
         return (outcome.sent, outcome.arrivals.count, after - before, socketDrops)
     }
 
-    /// `rate 20mbit delay 200ms`: the derived limit is the bandwidth-delay product in 64-byte frames with
-    /// 25% headroom, 9766 frames. A burst of 5000 small frames (142 bytes on the wire, 57 µs each at
-    /// 20 Mbit/s: 284 ms of transmitter time) leaves the sender in a few tens of milliseconds, so thousands
-    /// wait for the transmitter at once — netem's default limit of 1000 would tail-drop most of them. Here
-    /// all 5000 cross, and the engine counts no drop. The same burst with `limit 1000` (the control: it shows
-    /// the burst does exceed 1000) and with `limit 16` drops frames, and the frames that did not arrive are
+    /// `rate 5mbit delay 200ms`: the derived limit is the bandwidth-delay product in 64-byte frames with 25%
+    /// headroom, 2442 frames. A burst of 1900 small frames (142 bytes on the wire, 227 µs each at 5 Mbit/s:
+    /// 432 ms of transmitter time) leaves the sender in a few milliseconds, so some 1700 wait for the
+    /// transmitter at once — netem's default limit of 1000 would tail-drop 700 of them. Here all 1900 cross,
+    /// and the engine counts no drop. The same burst with `limit 1000` (the control: it shows the burst does
+    /// exceed 1000) and a burst of 500 with `limit 16` drop frames, and the frames that did not arrive are
     /// exactly those the engine counts as queue-dropped (the receiver's socket dropped none).
+    ///
+    /// The bursts stay below the 2048 frames of the engine's receive ring (PacketEngine's TPACKET_V2 ring):
+    /// a burst that outruns the engine's reading by more than that is lost in the kernel before the model
+    /// sees it, and no counter of the engine shows it (seen here under load with 5000-frame bursts: 2147 and
+    /// 806 frames never offered). Every check below also asserts that the engine was offered every frame sent.
     func testNoSilentTailDropAtAThousandFrames() throws {
         let measured = try makeMeasuredSandbox()
-        let conditions = LinkConditions(rate: 20_000_000, delay: 200_000_000)
-        XCTAssertEqual(conditions.derivedQueueLimit(), 9766, "20 Mbit/s × 200 ms = 500 000 B = 7813 frames of 64 B, + 25%")
-        let table = MeasurementTable(kind, "no silent tail drops: bursts of small frames, 20mbit, 200ms")
+        let conditions = LinkConditions(rate: 5_000_000, delay: 200_000_000)
+        XCTAssertEqual(conditions.derivedQueueLimit(), 2442, "5 Mbit/s × 200 ms = 125 000 B = 1954 frames of 64 B, + 25%")
+        let table = MeasurementTable(kind, "no silent tail drops: bursts of small frames, 5mbit, 200ms")
         defer { table.print() }
 
-        try apply(conditions, to: measured, name: "bdp-20mbit-200ms")
-        let whole = try burst(measured, count: 5000, payload: 100, drain: 0.6)
-        table.check(whole.sent == 5000 && whole.received == 5000 && whole.engine.queueDropped == 0 && whole.engine.lost == 0
-                        && whole.engine.offered >= 5000, "limit 9766", "uplink",
-                    expected: "5000 of 5000 arrive, 0 queue-dropped",
+        try apply(conditions, to: measured, name: "bdp-5mbit-200ms")
+        let whole = try burst(measured, count: 1900, payload: 100, drain: 0.8)
+        table.check(whole.sent == 1900 && whole.received == 1900 && whole.engine.queueDropped == 0 && whole.engine.lost == 0
+                        && whole.engine.offered >= 1900, "limit 2442", "uplink",
+                    expected: "1900 of 1900 arrive, 0 queue-dropped",
                     measured: "\(whole.received) of \(whole.sent) arrive, \(whole.engine.queueDropped) queue-dropped of \(whole.engine.offered) offered",
-                    "a burst within the derived limit was tail-dropped")
+                    "a burst within the derived limit was tail-dropped, or frames never reached the engine")
 
-        for limit: UInt32 in [1000, 16] {
+        for (limit, count): (UInt32, Int) in [(1000, 1900), (16, 500)] {
             var limited = conditions
             limited.queueLimit = limit
             try apply(limited, to: measured, name: "bdp-limit-\(limit)")
-            let dropped = try burst(measured, count: limit == 1000 ? 5000 : 500, payload: 100, drain: 0.6)
+            let dropped = try burst(measured, count: count, payload: 100, drain: 0.8)
             let missing = dropped.sent - dropped.received
             // Frames other than the burst's (ARP, neighbour discovery) offered meanwhile: normally none.
             let others = dropped.engine.offered - dropped.sent
