@@ -413,7 +413,8 @@ extension ConditioningTestCase {
 
     /// Sends full-size datagrams slightly faster than the rate for about 2.5 s of link time and compares the
     /// receiver's wire bit rate with the profile's: never above 1.05 × rate; at least 0.9 × rate where the
-    /// unconditioned path (the VM's, or the host's through the engine) carries twice the rate.
+    /// unconditioned path (the VM's, or the host's through the engine) carries twice the rate — on the better
+    /// of two runs when the first falls short (a stall of the measuring machine only ever slows a run down).
     func checkThroughput(
         _ profile: Profile, _ measured: MeasuredSandbox, _ baseline: MeasuredBaseline, _ table: MeasurementTable,
         file: StaticString = #filePath, line: UInt = #line
@@ -445,33 +446,51 @@ extension ConditioningTestCase {
         }
         let after = try receivers.map(UDPCounters.read)
         for (index, plan) in active.enumerated() {
-            let delivery = deliveries[index]
             let socketDrops = after[index].receiveBufferErrors - before[index].receiveBufferErrors
             let direction = plan.direction.rawValue
-            guard let measuredRate = delivery.wireBitsPerSecond else {
-                table.check(false, "throughput", direction, expected: MeasureFormat.rate(plan.rate), measured: "\(delivery.received) received",
-                            "too few packets arrived to measure a rate", file: file, line: line)
-                continue
-            }
-            var text = "\(MeasureFormat.rate(measuredRate)) (\(delivery.received)/\(delivery.sent), \(String(format: "%.2f", delivery.receiveSpan)) s"
-            text += socketDrops > 0 ? ", \(socketDrops) socket drops)" : ")"
             let capacity = baseline.throughput[plan.direction] ?? 0
             let upper = ThroughputTolerance.upperFactor * plan.rate
-            table.check(
-                measuredRate <= upper, "throughput", direction, expected: "≤ \(MeasureFormat.rate(upper)) (rate \(MeasureFormat.rate(plan.rate)))",
-                measured: text, "faster than the profile's rate", file: file, line: line)
-            if capacity >= ThroughputTolerance.headroom * plan.rate && socketDrops == 0 {
-                let lower = ThroughputTolerance.lowerFactor * plan.rate
+            let lower = ThroughputTolerance.lowerFactor * plan.rate
+            /// Checks the upper bound on one delivery; returns its rate (nil: too few packets).
+            func checkUpper(_ delivery: LinkMeasurement.Delivery, _ socketDrops: Int, _ label: String) -> Double? {
+                guard let measuredRate = delivery.wireBitsPerSecond else {
+                    table.check(false, label, direction, expected: MeasureFormat.rate(plan.rate), measured: "\(delivery.received) received",
+                                "too few packets arrived to measure a rate", file: file, line: line)
+                    return nil
+                }
+                var text = "\(MeasureFormat.rate(measuredRate)) (\(delivery.received)/\(delivery.sent), \(String(format: "%.2f", delivery.receiveSpan)) s"
+                text += socketDrops > 0 ? ", \(socketDrops) socket drops)" : ")"
                 table.check(
-                    measuredRate >= lower, "throughput", direction, expected: "≥ \(MeasureFormat.rate(lower))", measured: MeasureFormat.rate(measuredRate),
-                    "slower than the profile's rate although the path carries \(MeasureFormat.rate(capacity)) unconditioned", file: file, line: line)
-            } else {
+                    measuredRate <= upper, label, direction, expected: "≤ \(MeasureFormat.rate(upper)) (rate \(MeasureFormat.rate(plan.rate)))",
+                    measured: text, "faster than the profile's rate", file: file, line: line)
+                return measuredRate
+            }
+            guard var measuredRate = checkUpper(deliveries[index], socketDrops, "throughput") else { continue }
+            guard capacity >= ThroughputTolerance.headroom * plan.rate && socketDrops == 0 else {
                 let reason = socketDrops > 0 && capacity >= ThroughputTolerance.headroom * plan.rate
                     ? "the reader fell behind (\(socketDrops) socket drops)" : "the path carries \(MeasureFormat.rate(capacity))"
                 table.add("throughput", direction, expected: "≥ 0.9 × rate: not checked", measured: reason, verdict: "note")
                 print("\(MeasurementTable.prefix) note: [\(measured.kind.rawValue)] \(profile.name) \(direction): lower throughput bound not checked: \(reason) "
                     + "(the bound needs twice the profile's \(MeasureFormat.rate(plan.rate)) unconditioned, and a reader that keeps up)")
+                continue
             }
+            var runs = MeasureFormat.rate(measuredRate)
+            if measuredRate < lower {
+                // A machine that stalls the sender or the reader for a moment (other work on a shared host, a TCG
+                // guest) can only make a measurement slower, never faster: measure this direction once more,
+                // alone, and judge the lower bound on the better run. The upper bound holds for every run.
+                let receiver = receivers[index]
+                let beforeRetry = try UDPCounters.read(receiver)
+                let retry = try run(plan)
+                let retryDrops = try UDPCounters.read(receiver).receiveBufferErrors - beforeRetry.receiveBufferErrors
+                if let retried = checkUpper(retry, retryDrops, "throughput 2"), retryDrops == 0 {
+                    measuredRate = max(measuredRate, retried)
+                    runs += ", then \(MeasureFormat.rate(retried))"
+                }
+            }
+            table.check(
+                measuredRate >= lower, "throughput", direction, expected: "≥ \(MeasureFormat.rate(lower))", measured: runs,
+                "slower than the profile's rate although the path carries \(MeasureFormat.rate(capacity)) unconditioned", file: file, line: line)
         }
     }
 
