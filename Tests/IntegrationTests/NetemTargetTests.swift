@@ -19,7 +19,9 @@ import XCTest
 ///
 /// Skipped on a kernel without sch_netem unless LINKCOND_REQUIRE_NETEM=1 (then it fails), as the other
 /// netem tests; scripts/vm-test runs it in the VM.
-final class NetemTargetTests: NetemTestCase {
+final class NetemTargetTests: ConditioningTestCase {
+    override class var backendKind: BackendKind { .netem }
+
     static let oneWay: UInt64 = 100_000_000
     static let dnsDelay: UInt64 = 300_000_000
     static let rounds = 5
@@ -53,12 +55,12 @@ final class NetemTargetTests: NetemTestCase {
         XCTAssertNotNil(try waitUntilReachable(client, SandboxPlan.serverIPv4, port: 80), "no IPv4 path to the server")
         XCTAssertNotNil(try waitUntilReachable(client, SandboxPlan.serverIPv6, port: 80), "no IPv6 path to the server")
         let backend = NetemBackend(sandbox: sandbox)
-        let table = NetemTable("targets: 100 ms each way, DNS delay 300 ms")
+        let table = MeasurementTable(.netem, "targets: 100 ms each way, DNS delay 300 ms")
         defer { table.print() }
 
         let baseline = try measure(client)
         for probe in Self.probes {
-            table.add("baseline", "\(probe)", expected: "-", measured: NetemFormat.ms(baseline[probe] ?? -1), verdict: "info")
+            table.add("baseline", "\(probe)", expected: "-", measured: MeasureFormat.ms(baseline[probe] ?? -1), verdict: "info")
         }
         let conditions = try ProfileParser.parse(
             text: """
@@ -109,7 +111,7 @@ final class NetemTargetTests: NetemTestCase {
     /// round trip with its baseline plus the extra the profile should add.
     private func check(
         _ step: String, _ profile: Profile, _ backend: NetemBackend, _ client: NamedNamespace, _ baseline: [Probe: Double],
-        _ table: NetemTable, expect: [Probe: Double], uplinkFilters: Int, downlinkFilters: Int?,
+        _ table: MeasurementTable, expect: [Probe: Double], uplinkFilters: Int, downlinkFilters: Int?,
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
         let report = try backend.apply(profile)
@@ -149,7 +151,7 @@ final class NetemTargetTests: NetemTestCase {
             let upper = extra + base + Self.late + 0.01 * extra
             table.check(
                 median >= lower && median <= upper, step, "\(probe)",
-                expected: "\(NetemFormat.ms(extra)) + base (\(NetemFormat.ms(lower))…\(NetemFormat.ms(upper)))", measured: NetemFormat.ms(median),
+                expected: "\(MeasureFormat.ms(extra)) + base (\(MeasureFormat.ms(lower))…\(MeasureFormat.ms(upper)))", measured: MeasureFormat.ms(median),
                 extra == 0 ? "untargeted traffic was delayed" : "targeted traffic did not get its delay", file: file, line: line)
         }
     }

@@ -99,12 +99,13 @@ enum SandboxCleanup {
                 var status: Int32 = 0
                 waitpid(server.pid, &status, 0)
             }
-            for pid in processes(commandLineContaining: "serve --name \(name) ") {
+            // The server and, with the userspace backend, the engine (`linkcond engine --name NAME --store DIR`).
+            for pid in processes(commandLineContaining: "serve --name \(name) ") + processes(commandLineContaining: "engine --name \(name) ") {
                 kill(pid, SIGKILL)
                 var status: Int32 = 0
                 waitpid(pid, &status, 0)
             }
-            for namespace in topology.namespaces {
+            for namespace in topology.allNamespaces {
                 Cleanup.removeNamespace(namespace)
             }
         }

@@ -1,0 +1,546 @@
+import Conditioning
+import Foundation
+import Glibc
+import LinkcondBase
+import NetNamespace
+import Profiles
+import Sandboxing
+import XCTest
+
+// MARK: - the checks
+// The measurements behind ConditioningProfileTests (both backends), with the tolerances README.md states
+// ("Tolerances of the netem suite"); the same tolerances hold for the userspace engine.
+
+/// The two-sided 99.9% normal quantile: loss bounds hold 999 times in 1000 for a correct link.
+let z999 = 3.29
+
+enum RoundTripTolerance {
+    /// LinkMeasurement's probe: a 4-byte sequence number and 60 bytes of filler.
+    static let payload = 64
+    /// Answered probes wanted without jitter (the delay is fixed; five show that) and with jitter.
+    static let probes = 5
+    static let jitteredProbes = 40
+    /// What TCG scheduling and timer latency (or, on the host, a busy machine waking the engine's threads) may
+    /// add to a round trip, on top of the unconditioned baseline.
+    static let noise = 0.015
+    /// And a share of the delay (timer expiry in a TCG guest drifts a little with long timers).
+    static let relativeNoise = 0.01
+    /// Neither backend sends early (netem's time_to_send, the engine's departure times); 1 ms covers the
+    /// clocks' granularity.
+    static let early = 0.001
+}
+
+enum LossTolerance {
+    /// Bytes after the 4-byte sequence number LinkMeasurement writes: none (46 bytes on the wire).
+    static let payload = 4
+    /// Paced at 80% of the link rate, so no queue builds and nothing is tail-dropped.
+    static let rateShare = 0.8
+    /// At most this share of the queue limit is in flight (waiting out the delay) at any time: netem counts
+    /// those packets against its limit (the engine counts only frames waiting for its transmitter, so this is
+    /// stricter than it needs).
+    static let queueShare = 0.6
+    /// The most packets per second sent per direction (a TCG guest's readers keep up with about that much).
+    static let maximumPacketsPerSecond = 2000.0
+    /// Packets for a loss-free direction: a 1% loss would show in 500 packets with probability 99.3%.
+    static let lossFreeCount = 500
+    static let totalLossCount = 100
+    static let minimumCount = 1000
+    static let maximumCount = 6000
+}
+
+enum ThroughputTolerance {
+    /// Full-size datagrams: 1514 bytes on the wire.
+    static let payload = 1472
+    /// Seconds of link time each direction is measured for (less at high rates, see maximumPackets).
+    static let seconds = 2.5
+    /// The most packets per direction (what a TCG guest sends in a few seconds).
+    static let maximumPackets = 8000
+    /// Sent 10% faster than the rate, so the queue never runs empty, and grows by at most 10% of the burst.
+    static let paceFactor = 1.1
+    static let upperFactor = 1.05
+    static let lowerFactor = 0.9
+    /// The lower bound is checked only when the unconditioned path carries at least this multiple of the rate.
+    static let headroom = 2.0
+    /// Both directions are measured at once when together they need no more than this (bits per second).
+    static let parallelLimit = 10e6
+}
+
+struct LossPlan: Sendable {
+    var direction: LinkMeasurement.Direction
+    var expected: Double?
+    var count: Int
+    var interval: Double
+    var drain: Double
+    /// Allowed |measured − expected| (fraction).
+    var bound: Double
+    /// The profile asks for correlated random loss.
+    var correlated: Bool
+
+    init(_ model: DirectionModel) {
+        direction = model.direction
+        expected = model.expectedLoss
+        if case let .random(_, correlation)? = model.conditions.loss { correlated = correlation > 0 } else { correlated = false }
+        let bits = Double(wireBytes(payload: LossTolerance.payload) * 8)
+        // Below the rate, and few enough that the packets in flight (all of them wait the delay inside netem)
+        // stay well below its queue limit: a tail drop is not the loss being measured.
+        let inFlightTime = model.delay + 4 * model.jitter
+        let packetsPerSecond = min(
+            LossTolerance.maximumPacketsPerSecond, model.rate.map { LossTolerance.rateShare * $0 / bits } ?? .infinity,
+            inFlightTime > 0 ? LossTolerance.queueShare * Double(model.queueLimit()) / inFlightTime : .infinity)
+        interval = 1 / packetsPerSecond
+        drain = model.delay + 4 * model.jitter + 0.3
+        switch expected {
+        case nil:
+            count = LossTolerance.minimumCount
+            bound = 1
+        case let p? where p >= 1:
+            count = LossTolerance.totalLossCount
+            bound = 0
+        case let p? where p <= 0:
+            count = LossTolerance.lossFreeCount
+            bound = 0
+        case let p?:
+            // Enough packets that the 99.9% bound is within ±20% of the loss (at least ±0.5 points).
+            let variance = p * (1 - p) * model.lossVarianceInflation
+            let halfWidth = max(0.2 * p, 0.005)
+            let wanted = (z999 * z999 * variance / (halfWidth * halfWidth)).rounded(.up)
+            count = Int(min(Double(LossTolerance.maximumCount), max(Double(LossTolerance.minimumCount), wanted)))
+            bound = z999 * (variance / Double(count)).squareRoot()
+        }
+    }
+}
+
+struct ThroughputPlan: Sendable {
+    var direction: LinkMeasurement.Direction
+    var rate: Double
+    var count: Int
+    var interval: Double
+    var drain: Double
+
+    /// Nil when the direction has no rate or drops everything.
+    init?(_ model: DirectionModel) {
+        guard let rate = model.rate, (model.expectedLoss ?? 0) < 1 else { return nil }
+        direction = model.direction
+        self.rate = rate
+        let bits = Double(wireBytes(payload: ThroughputTolerance.payload) * 8)
+        let loss = min(model.expectedLoss ?? 0, 0.5)
+        // What is lost never reaches the queue: send that much more to keep the link busy.
+        interval = bits / (rate * ThroughputTolerance.paceFactor / (1 - loss))
+        let inFlight = rate / bits * (model.delay + 3 * model.jitter)
+        let limit = Double(model.queueLimit())
+        var packets = (rate * ThroughputTolerance.seconds / bits).rounded(.up)
+        packets = min(packets, Double(ThroughputTolerance.maximumPackets))
+        // The queue grows by 1 − 1/1.1 of what is sent; with what is in flight it stays below 90% of the limit.
+        packets = min(packets, (ThroughputTolerance.paceFactor / (ThroughputTolerance.paceFactor - 1) * (0.9 * limit - inFlight)).rounded(.down))
+        count = max(20, Int(packets))
+        drain = model.delay + 4 * model.jitter + bits / rate + 0.3
+    }
+}
+
+extension ConditioningTestCase {
+    // MARK: read-back
+
+    /// Checks what the backend holds against the profile: for netem with `tc -s -j` (iproute2's own decoder),
+    /// for the engine with its own read-back (``checkEngineReadBack(_:_:_:step:file:line:)``).
+    func checkReadBack(
+        _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, step: String = "",
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        switch measured.kind {
+        case .netem: try checkNetemReadBack(profile, measured, table, step: step, file: file, line: line)
+        case .userspace: try checkEngineReadBack(profile, measured, table, step: step, file: file, line: line)
+        }
+    }
+
+    /// Checks with `tc -s -j` what each site holds: on the client's wl0 a prio root with the uplink netem at
+    /// 1:1 and the uplink-plus-DNS-delay netem at 1:2; on the router's c-wl0 the downlink netem at the root.
+    func checkNetemReadBack(
+        _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, step: String = "",
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let topology = measured.topology
+        let prefix = step.isEmpty ? "" : step + " "
+        let client = try NetemTCQdisc.show(namespace: topology.clientNamespace, interface: SandboxPlan.wifiInterface)
+        let root = client.first { $0.root }
+        let structure = client.map { "\($0.kind) \($0.handle) \($0.parent ?? "root")" }.joined(separator: ", ")
+        table.check(
+            root?.kind == "prio" && root?.handle == "1:" && client.count == 3
+                && client.filter({ $0.kind == "netem" }).map(\.parent) .sorted { ($0 ?? "") < ($1 ?? "") } == ["1:1", "1:2"],
+            prefix + "tc tree", "uplink", expected: "prio 1: + netem at 1:1, 1:2", measured: structure, "wl0 holds the wrong tree",
+            file: file, line: line)
+        for (parent, extraDelay, label) in [("1:1", UInt64(0), "uplink"), ("1:2", profile.dnsDelay, "dns-up")] {
+            guard let leaf = client.first(where: { $0.parent == parent && $0.kind == "netem" }) else { continue }
+            let expected = ExpectedNetem(conditions: profile.uplink, extraDelay: extraDelay)
+            let differences = expected.differences(leaf.options)
+            table.check(
+                differences.isEmpty, prefix + "tc netem", label, expected: expected.summary, measured: ExpectedNetem.summary(leaf.options),
+                differences.joined(separator: "; "), file: file, line: line)
+        }
+        let router = try NetemTCQdisc.show(namespace: topology.routerNamespace, interface: SandboxPlan.routerWifiInterface)
+        let routerRoot = router.first { $0.root }
+        table.check(
+            routerRoot?.kind == "netem" && router.count == 1, prefix + "tc tree", "downlink", expected: "netem at the root",
+            measured: router.map { "\($0.kind) \($0.handle) \($0.parent ?? "root")" }.joined(separator: ", "),
+            "c-wl0 holds the wrong tree", file: file, line: line)
+        if let routerRoot, routerRoot.kind == "netem" {
+            let expected = ExpectedNetem(conditions: profile.downlink)
+            let differences = expected.differences(routerRoot.options)
+            table.check(
+                differences.isEmpty, prefix + "tc netem", "downlink", expected: expected.summary,
+                measured: ExpectedNetem.summary(routerRoot.options), differences.joined(separator: "; "), file: file, line: line)
+        }
+    }
+
+
+    /// Checks what the engine holds, two ways: its `show` answer decoded independently (``EngineWitness``):
+    /// each direction's conditions are exactly the profile's (encoded as the engine encodes them, so nothing
+    /// left over from an earlier profile passes), the DNS delay sits on the uplink only, the profile's name;
+    /// and `EngineBackend.installed()`, what `linkcond show` prints: a site per direction in the wire
+    /// namespace (the uplink leaves through the router-side end, the downlink through the client-side end),
+    /// the queue limit the profile derives, a `dns` class exactly when the profile has a DNS delay. Every
+    /// direction's counters account for every frame offered.
+    func checkEngineReadBack(
+        _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, step: String = "",
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let prefix = step.isEmpty ? "" : step + " "
+        let witness = try EngineWitness.show(measured.engineSocket)
+        table.check(witness.profile == profile.name, prefix + "engine", "both", expected: "profile \(profile.name)",
+                    measured: "profile \(witness.profile ?? "none")", "the engine names another profile", file: file, line: line)
+        for (direction, conditions) in [(LinkMeasurement.Direction.uplink, profile.uplink), (.downlink, profile.downlink)] {
+            let held = witness.direction(direction)
+            let expected = try EngineWitness.encoded(conditions)
+            let dnsDelay = direction == .uplink ? Int(profile.dnsDelay) : 0
+            table.check(
+                EngineWitness.same(held.conditions, expected) && held.dnsDelay == dnsDelay,
+                prefix + "engine holds", direction.rawValue,
+                expected: EngineWitness.summary(expected) + (dnsDelay > 0 ? " dns +\(MeasureFormat.ms(Double(dnsDelay) / 1e9))" : ""),
+                measured: EngineWitness.summary(held.conditions) + (held.dnsDelay > 0 ? " dns +\(MeasureFormat.ms(Double(held.dnsDelay) / 1e9))" : ""),
+                "the engine holds other conditions than the profile's", file: file, line: line)
+        }
+        let sites = try measured.backend.installed()
+        let wire = measured.topology.wireNamespace
+        for (direction, conditions, interface) in [
+            (LinkDirection.uplink, profile.uplink, witness.routerSide), (.downlink, profile.downlink, witness.clientSide),
+        ] {
+            let site = sites.first { $0.site.direction == direction && $0.site.link == "wifi" }
+            let main = site?.qdiscs.first { $0.handle == "main" }
+            let dns = site?.qdiscs.first { $0.handle == "dns" }
+            let limit = conditions.effectiveQueueLimit()
+            let wantsDNS = direction == .uplink && profile.dnsDelay > 0
+            let passed = site?.site.namespace == wire && site?.site.interface == interface && main?.kind == "engine"
+                && main?.conditions?.limit == limit && (dns != nil) == wantsDNS
+                && (dns?.conditions?.limit).map { $0 == conditions.effectiveQueueLimit(extraDelay: profile.dnsDelay) } ?? true
+            table.check(
+                passed, prefix + "show", direction.rawValue,
+                expected: "engine at \(wire)/\(interface), limit \(limit)" + (wantsDNS ? " + dns" : ""),
+                measured: site.map { "\($0.qdiscs.map(\.kind).joined(separator: "+")) at \($0.site.namespace)/\($0.site.interface): "
+                    + ($0.qdiscs.map { $0.conditions?.text ?? "-" }.joined(separator: " | ")) } ?? "no site",
+                "EngineBackend.installed() does not describe the profile", file: file, line: line)
+        }
+        try checkEngineCounters(measured, table, step: step, file: file, line: line)
+    }
+
+    /// Every direction's counters account for every frame the engine was offered: offered + duplicated =
+    /// passed + lost + queue-dropped + backlog (DirectionCounters' invariant), read from the engine itself.
+    func checkEngineCounters(
+        _ measured: MeasuredSandbox, _ table: MeasurementTable, step: String = "", file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let witness = try EngineWitness.show(measured.engineSocket)
+        for direction in [LinkMeasurement.Direction.uplink, .downlink] {
+            let held = witness.direction(direction)
+            let lateness = held.latenessMedian.map { median in
+                " (departures late by \(MeasureFormat.ms(Double(median) / 1e9)) median, \(MeasureFormat.ms(Double(held.latenessP99 ?? 0) / 1e9)) p99)"
+            } ?? ""
+            table.check(
+                held.counters.isBalanced, (step.isEmpty ? "" : step + " ") + "counters", direction.rawValue,
+                expected: "offered = passed + lost + queued + held", measured: held.counters.description + lateness,
+                "the engine's counters lose frames", file: file, line: line)
+        }
+    }
+
+    // MARK: round trips
+
+    /// Measures round trips and compares them with the profile: the delays of both directions plus the probe's
+    /// serialization at each rate, on top of the unconditioned baseline. Returns the median (nil: no answers).
+    @discardableResult
+    func checkRoundTrips(
+        _ profile: Profile, _ measured: MeasuredSandbox, _ baseline: MeasuredBaseline, _ table: MeasurementTable, step: String = "",
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Double? {
+        let name = (step.isEmpty ? "" : step + " ") + "round trip"
+        let up = DirectionModel(.uplink, of: profile)
+        let down = DirectionModel(.downlink, of: profile)
+        let measurement = measured.measurement
+        if (up.expectedLoss ?? 0) >= 1 || (down.expectedLoss ?? 0) >= 1 {
+            let result = try measurement.roundTrips(count: 3, timeout: 1)
+            table.check(
+                result.samples.isEmpty, name, "both", expected: "no answer", measured: "\(result.samples.count)/\(result.sent) answered",
+                "a profile that loses everything answered a probe", file: file, line: line)
+            return nil
+        }
+        let probe = wireBytes(payload: RoundTripTolerance.payload)
+        let floor = up.delay + down.delay + up.serialization(probe) + down.serialization(probe)
+        let expected = floor + baseline.roundTripMedian
+        let jittered = up.conditions.jitter > 0 || down.conditions.jitter > 0
+        let deviations = [up.delayDeviation, down.delayDeviation]
+        let sigma: Double? = deviations.contains { $0 == nil } ? nil : deviations.reduce(0) { $0 + $1! * $1! }.squareRoot()
+        // The spread the draws really have with this backend: the engine's delay correlation narrows it,
+        // netem's does not (see DirectionModel.delayDeviation(for:)).
+        let narrowed = [up.delayDeviation(for: measured.kind), down.delayDeviation(for: measured.kind)]
+        let correlatedSigma: Double? = narrowed.contains { $0 == nil } ? nil : narrowed.reduce(0) { $0 + $1! * $1! }.squareRoot()
+        let wanted = jittered ? RoundTripTolerance.jitteredProbes : RoundTripTolerance.probes
+        let timeout = floor + 6 * (up.jitter + down.jitter) + 0.5
+        var samples: [Double] = []
+        var sent = 0
+        while samples.count < wanted && sent < 3 * wanted {
+            let batch = try measurement.roundTrips(count: wanted - samples.count, timeout: timeout)
+            samples += batch.samples
+            sent += batch.sent
+        }
+        guard samples.count >= 3 else {
+            table.check(false, name, "both", expected: MeasureFormat.ms(expected), measured: "\(samples.count)/\(sent) answered", "too few answers",
+                        file: file, line: line)
+            return nil
+        }
+        let sorted = samples.sorted()
+        let median = sorted[sorted.count / 2]
+        let mean = samples.reduce(0, +) / Double(samples.count)
+        let deviation = (samples.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(samples.count - 1)).squareRoot()
+        let answered = "\(samples.count)/\(sent)"
+        if !jittered {
+            let noise = RoundTripTolerance.noise + RoundTripTolerance.relativeNoise * floor
+            let upper = expected + noise
+            table.check(
+                sorted[0] >= floor - RoundTripTolerance.early && median <= upper, name, "both",
+                expected: "\(MeasureFormat.ms(expected)) (-\(MeasureFormat.ms(expected - floor + RoundTripTolerance.early)) +\(MeasureFormat.ms(noise)))",
+                measured: "median \(MeasureFormat.ms(median)), min \(MeasureFormat.ms(sorted[0])) (\(answered))",
+                "a fixed delay: no probe may come back before \(MeasureFormat.ms(floor)), the median no later than \(MeasureFormat.ms(upper))",
+                file: file, line: line)
+        } else if let sigma, let correlatedSigma {
+            // The median of n samples has a standard error of about 1.2533 σ/√n; the machine may add its noise
+            // on top. The band takes σ without the correlation: for the engine, wider than its narrowed σ, which
+            // more than covers what its correlated successive draws add to the median's error (√((1+r)/(1−r))
+            // for their lag-one correlation r: about 1.33 for the catalog's 25%, where σ without the correlation
+            // is 1.5 times the narrowed one); netem's draws are hardly correlated.
+            let spread = z999 * 1.2533 * sigma / Double(samples.count).squareRoot()
+            let lower = expected - spread - RoundTripTolerance.early
+            let upper = expected + spread + RoundTripTolerance.noise + RoundTripTolerance.relativeNoise * floor
+            table.check(
+                median >= lower && median <= upper, name, "both",
+                expected: "\(MeasureFormat.ms(expected)) (-\(MeasureFormat.ms(expected - lower)) +\(MeasureFormat.ms(upper - expected)))",
+                measured: "median \(MeasureFormat.ms(median)) (\(answered))", "the median is outside the 99.9% band", file: file, line: line)
+            let narrowedByCorrelation = correlatedSigma < sigma
+            table.check(
+                deviation >= 0.5 * correlatedSigma && deviation <= 1.6 * correlatedSigma, (step.isEmpty ? "" : step + " ") + "jitter", "both",
+                expected: "σ \(MeasureFormat.ms(correlatedSigma)) (×0.5…×1.6)"
+                    + (narrowedByCorrelation ? " (σ \(MeasureFormat.ms(sigma)) narrowed by the correlation)" : ""),
+                measured: "σ \(MeasureFormat.ms(deviation))",
+                "the spread of the round trips does not match the profile's jitter", file: file, line: line)
+        } else {
+            table.add(name, "both", expected: "≥ \(MeasureFormat.ms(floor - up.jitter - down.jitter)) (pareto: not predicted)",
+                      measured: "median \(MeasureFormat.ms(median)) (\(answered))", verdict: "info")
+        }
+        return median
+    }
+
+    // MARK: loss
+
+    /// Sends a paced stream each way at once and compares the share that does not arrive with the profile.
+    /// Datagrams the receiving socket dropped for want of buffer space (the reader falling behind) are
+    /// counted apart: they crossed the link.
+    func checkLoss(
+        _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let measurement = measured.measurement
+        let plans = [LossPlan(DirectionModel(.uplink, of: profile)), LossPlan(DirectionModel(.downlink, of: profile))]
+        let receivers = [
+            try NamedNamespace(existing: measured.topology.serverNamespace), try NamedNamespace(existing: measured.topology.clientNamespace),
+        ]
+        let before = try receivers.map(UDPCounters.read)
+        let engineBefore = measured.kind == .userspace ? try EngineWitness.show(measured.engineSocket) : nil
+        let upPlan = plans[0]
+        let (up, down) = try inParallel(
+            { try measurement.deliver(.uplink, count: upPlan.count, payload: LossTolerance.payload, interval: upPlan.interval, drain: upPlan.drain) },
+            { try measurement.deliver(.downlink, count: plans[1].count, payload: LossTolerance.payload, interval: plans[1].interval, drain: plans[1].drain) })
+        let after = try receivers.map(UDPCounters.read)
+        let engineAfter = measured.kind == .userspace ? try EngineWitness.show(measured.engineSocket) : nil
+        for (index, delivery) in [up, down].enumerated() {
+            let plan = plans[index]
+            let socketDrops = after[index].receiveBufferErrors - before[index].receiveBufferErrors
+            let lost = delivery.sent - delivery.received - socketDrops
+            let fraction = delivery.sent == 0 ? 1 : Double(lost) / Double(delivery.sent)
+            var measuredText = "\(MeasureFormat.percent(fraction)) (\(lost)/\(delivery.sent) lost"
+            measuredText += socketDrops > 0 ? ", \(socketDrops) socket drops)" : ")"
+            let direction = plan.direction.rawValue
+            switch plan.expected {
+            case nil:
+                table.add("loss", direction, expected: "not predicted (N=\(plan.count))", measured: measuredText, verdict: "info")
+            case let p? where p >= 1:
+                table.check(
+                    delivery.received == 0 && delivery.sent > 0, "loss", direction, expected: "100% (N=\(plan.count))",
+                    measured: measuredText, "something crossed a link that loses everything", file: file, line: line)
+            case let p? where p <= 0:
+                table.check(
+                    lost == 0 && delivery.sent == plan.count, "loss", direction, expected: "0 lost (N=\(plan.count))", measured: measuredText,
+                    "a loss-free profile lost packets", file: file, line: line)
+            case let p?:
+                table.check(
+                    abs(fraction - p) <= plan.bound && delivery.sent == plan.count, "loss", direction,
+                    expected: "\(MeasureFormat.percent(p)) ± \(String(format: "%.2f", plan.bound * 100)) (N=\(plan.count))",
+                    measured: measuredText, "outside the 99.9% binomial bound" + (plan.correlated
+                        ? " (netem's 'loss random P CORR' compares P with a correlated random number whose spread shrinks "
+                            + "with CORR, so it drops far less than P; the equivalent Gilbert model keeps the mean)" : ""),
+                    file: file, line: line)
+            }
+            if let engineBefore, let engineAfter {
+                // The engine saw every datagram sent (nothing vanished on the way into the wire), and what it
+                // dropped is what did not arrive: its lost and queue-dropped counters grew by the datagrams
+                // lost, give or take the other frames it was offered meanwhile (ARP, neighbour discovery).
+                let delta = engineAfter.direction(plan.direction).counters - engineBefore.direction(plan.direction).counters
+                let others = delta.offered - delivery.sent
+                let dropped = delta.lost + delta.queueDropped
+                table.check(
+                    others >= 0 && dropped >= lost && dropped <= lost + others, "engine lost", direction,
+                    expected: "\(lost) (+ up to the \(max(others, 0)) other frames)",
+                    measured: "lost \(delta.lost), queue-dropped \(delta.queueDropped) of \(delta.offered) offered",
+                    "the engine's counters do not account for the datagrams that did not arrive", file: file, line: line)
+            }
+        }
+    }
+
+    // MARK: throughput
+
+    /// Sends full-size datagrams slightly faster than the rate for about 2.5 s of link time and compares the
+    /// receiver's wire bit rate with the profile's: never above 1.05 × rate; at least 0.9 × rate where the
+    /// unconditioned path (the VM's, or the host's through the engine) carries twice the rate — on the better
+    /// of two runs when the first falls short (a stall of the measuring machine only ever slows a run down).
+    func checkThroughput(
+        _ profile: Profile, _ measured: MeasuredSandbox, _ baseline: MeasuredBaseline, _ table: MeasurementTable,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let models = [DirectionModel(.uplink, of: profile), DirectionModel(.downlink, of: profile)]
+        let plans: [ThroughputPlan?] = models.map { ThroughputPlan($0) }
+        for (model, plan) in zip(models, plans) where plan == nil {
+            let reason = model.rate == nil ? "unlimited: not measured" : "nothing crosses: not measured"
+            table.add("throughput", model.direction.rawValue, expected: reason, measured: "-", verdict: "info")
+        }
+        let active = plans.compactMap { $0 }
+        guard !active.isEmpty else { return }
+        let measurement = measured.measurement
+        let receivers = try active.map { plan in
+            try NamedNamespace(existing: plan.direction == .uplink ? measured.topology.serverNamespace : measured.topology.clientNamespace)
+        }
+        let before = try receivers.map(UDPCounters.read)
+        func run(_ plan: ThroughputPlan) throws -> LinkMeasurement.Delivery {
+            try measurement.deliver(plan.direction, count: plan.count, payload: ThroughputTolerance.payload, interval: plan.interval, drain: plan.drain)
+        }
+        var deliveries: [LinkMeasurement.Delivery]
+        if active.count == 2 && active.reduce(0, { $0 + $1.rate }) <= ThroughputTolerance.parallelLimit {
+            let first = active[0]
+            let (a, b) = try inParallel({ try measurement.deliver(first.direction, count: first.count, payload: ThroughputTolerance.payload, interval: first.interval, drain: first.drain) },
+                                        { try run(active[1]) })
+            deliveries = [a, b]
+        } else {
+            deliveries = try active.map(run)
+        }
+        let after = try receivers.map(UDPCounters.read)
+        for (index, plan) in active.enumerated() {
+            let socketDrops = after[index].receiveBufferErrors - before[index].receiveBufferErrors
+            let direction = plan.direction.rawValue
+            let capacity = baseline.throughput[plan.direction] ?? 0
+            let upper = ThroughputTolerance.upperFactor * plan.rate
+            let lower = ThroughputTolerance.lowerFactor * plan.rate
+            /// Checks the upper bound on one delivery; returns its rate (nil: too few packets).
+            func checkUpper(_ delivery: LinkMeasurement.Delivery, _ socketDrops: Int, _ label: String) -> Double? {
+                guard let measuredRate = delivery.wireBitsPerSecond else {
+                    table.check(false, label, direction, expected: MeasureFormat.rate(plan.rate), measured: "\(delivery.received) received",
+                                "too few packets arrived to measure a rate", file: file, line: line)
+                    return nil
+                }
+                var text = "\(MeasureFormat.rate(measuredRate)) (\(delivery.received)/\(delivery.sent), \(String(format: "%.2f", delivery.receiveSpan)) s"
+                text += socketDrops > 0 ? ", \(socketDrops) socket drops)" : ")"
+                table.check(
+                    measuredRate <= upper, label, direction, expected: "≤ \(MeasureFormat.rate(upper)) (rate \(MeasureFormat.rate(plan.rate)))",
+                    measured: text, "faster than the profile's rate", file: file, line: line)
+                return measuredRate
+            }
+            guard var measuredRate = checkUpper(deliveries[index], socketDrops, "throughput") else { continue }
+            guard capacity >= ThroughputTolerance.headroom * plan.rate && socketDrops == 0 else {
+                let reason = socketDrops > 0 && capacity >= ThroughputTolerance.headroom * plan.rate
+                    ? "the reader fell behind (\(socketDrops) socket drops)" : "the path carries \(MeasureFormat.rate(capacity))"
+                table.add("throughput", direction, expected: "≥ 0.9 × rate: not checked", measured: reason, verdict: "note")
+                print("\(MeasurementTable.prefix) note: [\(measured.kind.rawValue)] \(profile.name) \(direction): lower throughput bound not checked: \(reason) "
+                    + "(the bound needs twice the profile's \(MeasureFormat.rate(plan.rate)) unconditioned, and a reader that keeps up)")
+                continue
+            }
+            var runs = MeasureFormat.rate(measuredRate)
+            if measuredRate < lower {
+                // A machine that stalls the sender or the reader for a moment (other work on a shared host, a TCG
+                // guest) can only make a measurement slower, never faster: measure this direction once more,
+                // alone, and judge the lower bound on the better run. The upper bound holds for every run.
+                let receiver = receivers[index]
+                let beforeRetry = try UDPCounters.read(receiver)
+                let retry = try run(plan)
+                let retryDrops = try UDPCounters.read(receiver).receiveBufferErrors - beforeRetry.receiveBufferErrors
+                if let retried = checkUpper(retry, retryDrops, "throughput 2"), retryDrops == 0 {
+                    measuredRate = max(measuredRate, retried)
+                    runs += ", then \(MeasureFormat.rate(retried))"
+                }
+            }
+            table.check(
+                measuredRate >= lower, "throughput", direction, expected: "≥ \(MeasureFormat.rate(lower))", measured: runs,
+                "slower than the profile's rate although the path carries \(MeasureFormat.rate(capacity)) unconditioned", file: file, line: line)
+        }
+    }
+
+    /// Applies a catalog profile to a fresh sandbox and checks everything: tc read-back, round trip, loss and
+    /// throughput each way. Prints the measurement table.
+    func measureProfile(named name: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try measureProfile(try catalog().profile(named: name), file: file, line: line)
+    }
+
+    /// ``measureProfile(named:file:line:)`` for a profile made in code.
+    func measureProfile(_ profile: Profile, file: StaticString = #filePath, line: UInt = #line) throws {
+        let measured = try makeMeasuredSandbox()
+        let baseline = try baseline(measured)
+        let table = MeasurementTable(measured.kind, "profile \(profile.name)")
+        defer { table.print() }
+        let unmodelled = DirectionModel(.uplink, of: profile).unmodelled + DirectionModel(.downlink, of: profile).unmodelled
+        if !unmodelled.isEmpty {
+            table.add("note", "both", expected: "not modelled: \(Set(unmodelled).sorted().joined(separator: ", "))",
+                      measured: "loss/throughput approximate", verdict: "note")
+        }
+        let report = try measured.backend.apply(profile, links: nil)
+        table.add("apply", "both", expected: "\(report.sites.count) sites", measured: String(format: "%d requests, %.0f ms", report.requests, report.duration * 1000),
+                  verdict: "info")
+        try checkReadBack(profile, measured, table, file: file, line: line)
+        try checkRoundTrips(profile, measured, baseline, table, file: file, line: line)
+        try checkLoss(profile, measured, table, file: file, line: line)
+        try checkThroughput(profile, measured, baseline, table, file: file, line: line)
+        if measured.kind == .userspace {
+            // After everything has drained: nothing held, and every frame of the whole run accounted for.
+            try checkEngineCounters(measured, table, step: "end", file: file, line: line)
+        }
+        XCTAssertTrue(try measured.sandbox.down(), file: file, line: line)
+    }
+}
+
+extension ExpectedNetem {
+    /// The profile's side, in the form of ``summary(_:)``.
+    var summary: String {
+        var words: [String] = []
+        let delay = Double(conditions.delay + extraDelay) / 1e9
+        let jitter = Double(conditions.jitter) / 1e9
+        if delay > 0 || jitter > 0 { words.append(jitter > 0 ? "\(MeasureFormat.ms(delay))±\(MeasureFormat.ms(jitter))" : MeasureFormat.ms(delay)) }
+        if case let .random(probability, correlation)? = conditions.loss, probability > 0 {
+            words.append("loss \(MeasureFormat.percent(probability))" + (correlation > 0 ? " corr \(MeasureFormat.percent(correlation))" : ""))
+        }
+        if case let .gilbertElliott(p, r, _, _)? = conditions.loss {
+            words.append("gemodel p \(MeasureFormat.percent(p)) r \(MeasureFormat.percent(r))")
+        }
+        if let rate = conditions.rate { words.append(MeasureFormat.rate(Double(rate))) }
+        words.append("limit \(conditions.queueLimit ?? NetemMapping.derivedQueueLimit(for: conditions, extraDelay: extraDelay))")
+        return words.joined(separator: " ")
+    }
+}
