@@ -106,15 +106,25 @@ public struct InstalledSite: Sendable, Codable, Equatable {
         public var reordered: UInt64
         /// Frames marked ECN Congestion Experienced instead of dropped.
         public var ecnMarked: UInt64
+        /// Frames the kernel dropped before the engine read them (its receive ring was full: the engine
+        /// fell behind the arrivals). Zero on a link the engine keeps up with.
+        public var receiveOverruns: UInt64
+        /// Frames the kernel refused to send on (the far end was down).
+        public var sendFailures: UInt64
 
         /// The engine's extra counters.
-        public init(lost: UInt64, queueDropped: UInt64, duplicated: UInt64, corrupted: UInt64, reordered: UInt64, ecnMarked: UInt64) {
+        public init(
+            lost: UInt64, queueDropped: UInt64, duplicated: UInt64, corrupted: UInt64, reordered: UInt64, ecnMarked: UInt64,
+            receiveOverruns: UInt64 = 0, sendFailures: UInt64 = 0
+        ) {
             self.lost = lost
             self.queueDropped = queueDropped
             self.duplicated = duplicated
             self.corrupted = corrupted
             self.reordered = reordered
             self.ecnMarked = ecnMarked
+            self.receiveOverruns = receiveOverruns
+            self.sendFailures = sendFailures
         }
     }
 

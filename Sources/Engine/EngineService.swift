@@ -204,7 +204,8 @@ public final class EngineService: @unchecked Sendable {
                     p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
                 return EngineDirectionState(
                     conditions: model?.conditions ?? .unconditioned, dnsDelay: model?.dnsDelay ?? 0, targets: model?.targets ?? [],
-                    counters: model?.counters ?? DirectionCounters(), sendFailures: statistics.sendFailures, lateness: lateness)
+                    counters: model?.counters ?? DirectionCounters(), sendFailures: statistics.sendFailures,
+                    receiveOverruns: statistics.receiveOverruns, lateness: lateness)
             }
             return EngineLinkState(
                 link: forwarding.plan.link, clientSide: forwarding.plan.wire.clientSide, routerSide: forwarding.plan.wire.routerSide,

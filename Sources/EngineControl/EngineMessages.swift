@@ -104,19 +104,23 @@ public struct EngineDirectionState: Sendable, Codable, Equatable {
     public var counters: DirectionCounters
     /// Frames the kernel refused to send (the far end down), counted by the I/O.
     public var sendFailures: UInt64
+    /// Frames the kernel dropped before the engine read them (its receive ring was full), counted by the
+    /// kernel. Not part of the model's counters: the model never saw them.
+    public var receiveOverruns: UInt64
     /// Departure lateness of held frames.
     public var lateness: EngineLateness?
 
     /// A direction's state.
     public init(
         conditions: LinkConditions, dnsDelay: UInt64, targets: [TrafficTarget], counters: DirectionCounters, sendFailures: UInt64,
-        lateness: EngineLateness?
+        receiveOverruns: UInt64 = 0, lateness: EngineLateness?
     ) {
         self.conditions = conditions
         self.dnsDelay = dnsDelay
         self.targets = targets
         self.counters = counters
         self.sendFailures = sendFailures
+        self.receiveOverruns = receiveOverruns
         self.lateness = lateness
     }
 }

@@ -68,6 +68,7 @@ extension EngineDirectionState {
             targets: try object.required("targets") { try $0.array { try TrafficTarget(json: $0) } },
             counters: try object.required("counters") { try DirectionCounters(json: $0) },
             sendFailures: try object.required("sendFailures") { try $0.integer() },
+            receiveOverruns: try object.optional("receiveOverruns") { try $0.integer() } ?? 0,
             lateness: try object.optional("lateness") { field throws in
                 let lateness = try field.object()
                 return EngineLateness(

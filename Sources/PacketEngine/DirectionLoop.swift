@@ -124,17 +124,24 @@ final class DirectionLoop<Scheduler: FrameScheduler>: ThreadBody, @unchecked Sen
                 }
             }
         }
-        recordCPUTime()
+        recordThreadCounters()
         mailbox.close(self)
     }
 
-    /// Copies this thread's CPU time into the statistics (on the direction's own thread only).
-    func recordCPUTime() {
+    /// Copies this thread's CPU time and the receive socket's kernel drops into the statistics (on the
+    /// direction's own thread only).
+    func recordThreadCounters() {
         var user: UInt64 = 0
         var system: UInt64 = 0
         if cpk_thread_cpu_time(&user, &system) == 0 {
             statistics.userCPU = user
             statistics.systemCPU = system
+        }
+        // The kernel resets its counts on every read: the statistics keep the sum.
+        var kernel = tpacket_stats()
+        var length = socklen_t(MemoryLayout<tpacket_stats>.size)
+        if getsockopt(receiver.fileDescriptor, SOL_PACKET, PACKET_STATISTICS, &kernel, &length) == 0 {
+            statistics.receiveOverruns &+= UInt64(kernel.tp_drops)
         }
     }
 

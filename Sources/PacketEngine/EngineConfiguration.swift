@@ -114,6 +114,10 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     public var lastReceiveError: Int32 = 0
     /// Frames longer than a receive slot (offloads left on), dropped.
     public var truncated: UInt64 = 0
+    /// Frames the kernel dropped before the engine saw them, because the receive ring (or socket buffer)
+    /// was full: the thread fell behind the arrivals (`PACKET_STATISTICS`' `tp_drops`, summed; read when
+    /// the statistics are).
+    public var receiveOverruns: UInt64 = 0
     /// Frames the kernel reported as outgoing (never expected with `PACKET_IGNORE_OUTGOING`), skipped.
     public var outgoingSkipped: UInt64 = 0
     /// Held frames larger than a send slot, dropped.
@@ -140,7 +144,7 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         "received \(received) (\(receivedBytes) B), at once \(forwardedAtOnce), held \(held), dropped \(dropped), "
             + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
-            + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), outgoing \(outgoingSkipped), "
+            + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), receive overruns \(receiveOverruns), outgoing \(outgoingSkipped), "
             + "oversized \(oversized), super-frames \(superFrames) → \(segments) segments, checksums completed \(checksumsCompleted), "
             + "unsupported \(unsupported), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
             + "lateness \(lateness.summary)"

@@ -149,7 +149,7 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         let outcome = Outcome<DirectionStatistics>()
         let loop = self.loop(direction)
         let job = DirectionJob<Scheduler> { loop, onDirectionThread in
-            if onDirectionThread { loop.recordCPUTime() }
+            if onDirectionThread { loop.recordThreadCounters() }
             outcome.result = .success(loop.statistics)
         }
         loop.mailbox.submit(job, loop: loop) { loop.wake.wake() }

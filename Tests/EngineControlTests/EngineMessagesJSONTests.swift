@@ -62,7 +62,7 @@ final class EngineMessagesJSONTests: XCTestCase {
         for request in try requests() {
             guard let conditions = request.conditions else { continue }
             let up = EngineDirectionState(
-                conditions: conditions.uplink, dnsDelay: conditions.dnsDelay, targets: conditions.targets, counters: counters, sendFailures: 3,
+                conditions: conditions.uplink, dnsDelay: conditions.dnsDelay, targets: conditions.targets, counters: counters, sendFailures: 3, receiveOverruns: 1_818,
                 lateness: EngineLateness(count: 10, median: 5, p99: 99, maximum: UInt64.max))
             let down = EngineDirectionState(
                 conditions: conditions.downlink, dnsDelay: 0, targets: conditions.targets, counters: DirectionCounters(), sendFailures: 0, lateness: nil)

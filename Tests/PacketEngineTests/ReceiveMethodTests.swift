@@ -68,6 +68,45 @@ class ReceiveMethodTestCase: EngineTestCase {
         XCTAssertTrue(replied, "no traffic after the flap")
     }
 
+    /// Frames that arrive while the direction's thread cannot read (here: held in a control job) fill the
+    /// ring or the socket buffer; the kernel drops the rest, and the statistics count every one of them:
+    /// what the engine received plus what the kernel dropped is at least what was sent.
+    func checkFramesTheKernelDropsAreCountedAsOverruns() throws {
+        let lab = try makeLab()
+        let uplink = SwitchableScheduler()
+        let runtime = try startEngine(lab, options: options, uplink: uplink, downlink: SwitchableScheduler())
+        XCTAssertNotNil(try Traffic.ping(from: lab.client, to: WireLab.routerV4, timeout: 1), "no path before the flood")
+        let quiet = runtime.statistics(of: .uplink)
+        XCTAssertEqual(quiet.receiveOverruns, 0, "overruns on an idle wire: \(quiet)")
+
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? runtime.perform(on: .uplink) { _ in
+                started.signal()
+                release.wait()
+            }
+            finished.signal()
+        }
+        started.wait()
+        let count = 20_000
+        let arrived: Int
+        do {
+            defer { release.signal() }
+            arrived = try Traffic.udpDatagrams(count: count, from: lab.client, to: WireLab.routerV4, in: lab.router, port: 40_130, timeout: 0.1)
+        }
+        finished.wait()
+        XCTAssertEqual(arrived, 0, "datagrams crossed while the uplink thread was held")
+        let before = quiet.received
+        var statistics = runtime.statistics(of: .uplink)
+        // The held thread drains what the ring (or buffer) kept once it runs again.
+        _ = eventually { statistics = runtime.statistics(of: .uplink); return statistics.received - before + statistics.receiveOverruns >= UInt64(count) }
+        XCTAssertGreaterThan(statistics.receiveOverruns, 0, "a full ring dropped nothing? \(statistics)")
+        XCTAssertGreaterThanOrEqual(statistics.received - before + statistics.receiveOverruns, UInt64(count), "\(statistics)")
+        XCTAssertLessThan(statistics.receiveOverruns, UInt64(count), "nothing was kept for the thread: \(statistics)")
+    }
+
     func checkStopLeavesNoSocket() throws {
         let lab = try makeLab()
         let runtime = try EngineRuntime(wire: lab.ends, options: options, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
@@ -86,6 +125,7 @@ final class RingReceiveTests: ReceiveMethodTestCase {
     func testSegmentationInTheEngineFindsTheVnetHeader() throws { try checkSegmentationInTheEngineFindsTheVnetHeader() }
     func testALinkFlapNeitherStopsNorSpinsTheEngine() throws { try checkALinkFlapNeitherStopsNorSpinsTheEngine() }
     func testStopUnmapsTheRingsSoNoSocketIsLeft() throws { try checkStopLeavesNoSocket() }
+    func testFramesTheKernelDropsAreCountedAsOverruns() throws { try checkFramesTheKernelDropsAreCountedAsOverruns() }
 }
 
 /// ``ReceiveMethod/recvmmsg``.
@@ -96,4 +136,5 @@ final class RecvmmsgReceiveTests: ReceiveMethodTestCase {
     func testSegmentationInTheEngineFindsTheVnetHeader() throws { try checkSegmentationInTheEngineFindsTheVnetHeader() }
     func testALinkFlapNeitherStopsNorSpinsTheEngine() throws { try checkALinkFlapNeitherStopsNorSpinsTheEngine() }
     func testStopLeavesNoSocket() throws { try checkStopLeavesNoSocket() }
+    func testFramesTheKernelDropsAreCountedAsOverruns() throws { try checkFramesTheKernelDropsAreCountedAsOverruns() }
 }

@@ -123,7 +123,10 @@ public struct EngineBackend: ConditioningBackend {
         return response.links.flatMap { link in
             zip(sites(link), [LinkDirection.uplink, .downlink]).map { site, direction in
                 let held = link.state(direction)
-                var entries = [Self.entry(handle: "main", held.conditions, extraDelay: 0, held.counters)]
+                var main = Self.entry(handle: "main", held.conditions, extraDelay: 0, held.counters)
+                main.engine?.receiveOverruns = held.receiveOverruns
+                main.engine?.sendFailures = held.sendFailures
+                var entries = [main]
                 if held.dnsDelay > 0 {
                     var dns = Self.entry(handle: "dns", held.conditions, extraDelay: held.dnsDelay, DirectionCounters())
                     dns.sentPackets = held.counters.dnsFrames

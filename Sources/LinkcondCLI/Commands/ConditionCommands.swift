@@ -101,7 +101,9 @@ enum ConditionCommands {
                 line += "  [sent \(qdisc.sentPackets) pkts / \(qdisc.sentBytes) B, dropped \(qdisc.dropped), overlimits \(qdisc.overlimits), backlog \(qdisc.backlogPackets) pkts / \(qdisc.backlogBytes) B]"
                 Output.print(line)
                 if let engine = qdisc.engine {
-                    Output.print("      lost \(engine.lost), queue-dropped \(engine.queueDropped), duplicated \(engine.duplicated), corrupted \(engine.corrupted), reordered \(engine.reordered), ECN-marked \(engine.ecnMarked)")
+                    Output.print("      lost \(engine.lost), queue-dropped \(engine.queueDropped), duplicated \(engine.duplicated), corrupted \(engine.corrupted), reordered \(engine.reordered), ECN-marked \(engine.ecnMarked)"
+                        + (engine.receiveOverruns > 0 ? ", receive overruns \(engine.receiveOverruns) (the engine fell behind)" : "")
+                        + (engine.sendFailures > 0 ? ", send failures \(engine.sendFailures)" : ""))
                 }
             }
         }
