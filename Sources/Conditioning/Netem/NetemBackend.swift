@@ -182,21 +182,11 @@ public struct NetemBackend: ConditioningBackend {
         }
         let duration = MonotonicClock.seconds() - started
         recorded.conditions = SandboxState.AppliedConditions(
-            profile: profile.name, source: profile.source, appliedAt: Self.now(), links: links.map { $0.map(\.rawValue).sorted() },
+            profile: profile.name, source: profile.source, appliedAt: SandboxState.timestamp(), links: links.map { $0.map(\.rawValue).sorted() },
             targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
         try sandbox.store.save(recorded)
         return ApplyReport(
             profile: profile.name, backend: .netem, sites: sites, duration: duration, requests: sent.requests, roundTrips: sent.datagrams)
-    }
-
-    /// The current time in ISO 8601 (UTC, whole seconds), as the state file records it.
-    static func now() -> String {
-        var seconds = time(nil)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        var text = [CChar](repeating: 0, count: 32)
-        let length = strftime(&text, text.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
-        return String(decoding: text.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Removes the conditions from the sites of `links` (nil: every site; the kernel puts its default qdisc
