@@ -85,7 +85,12 @@ final class EngineMessagesJSONTests: XCTestCase {
                 uplink: EngineDirectionState(conditions: .unconditioned, dnsDelay: 0, targets: [], counters: DirectionCounters(), sendFailures: 0, lateness: nil),
                 downlink: EngineDirectionState(conditions: .unconditioned, dnsDelay: 0, targets: [], counters: DirectionCounters(), sendFailures: 0, lateness: nil))],
             pid: 1)
-        let text = String(decoding: try JSONEncoder().encode(response), as: UTF8.self)
+        // Keys sorted: JSONEncoder's order otherwise follows a dictionary's, which differs from run to run,
+        // and "dnsDelay" must not be the last key for the edit below to find it.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let text = String(decoding: try encoder.encode(response), as: UTF8.self)
+        XCTAssertTrue(text.contains("\"dnsDelay\":0,") && text.contains("\"pid\":1"), text)
         let cases = [
             (text.replacingOccurrences(of: "\"pid\":1", with: "\"pid\":\"1\""), "bad 'pid'"),
             (text.replacingOccurrences(of: "\"dnsDelay\":0,", with: ""), "no 'links.0.uplink.dnsDelay'"),
