@@ -59,8 +59,17 @@ enum ThroughputTolerance {
     static let paceFactor = 1.1
     static let upperFactor = 1.05
     static let lowerFactor = 0.9
-    /// The lower bound is checked only when the unconditioned path carries at least this multiple of the rate.
-    static let headroom = 2.0
+    /// The lower bound is checked only when the unconditioned path carries at least this multiple of the rate:
+    /// 2 on real hardware; LINKCOND_THROUGHPUT_HEADROOM overrides it for a machine that cannot pace a
+    /// conditioned link as fast as it carries a bare one (a TCG guest, where every timer and copy is emulated:
+    /// scripts/vm-inside sets 4, having measured netem's 100 mbit at 0.65–0.81 × rate over a 228 mbit path and
+    /// the engine's 50 mbit at 0.76–0.82 × over 126 mbit there, while the host meets 0.9 × for both).
+    static let headroom: Double = {
+        guard let text = ProcessInfo.processInfo.environment["LINKCOND_THROUGHPUT_HEADROOM"], let value = Double(text), value >= 1 else {
+            return 2.0
+        }
+        return value
+    }()
     /// Both directions are measured at once when together they need no more than this (bits per second).
     static let parallelLimit = 10e6
 }
@@ -471,7 +480,7 @@ extension ConditioningTestCase {
                     ? "the reader fell behind (\(socketDrops) socket drops)" : "the path carries \(MeasureFormat.rate(capacity))"
                 table.add("throughput", direction, expected: "≥ 0.9 × rate: not checked", measured: reason, verdict: "note")
                 print("\(MeasurementTable.prefix) note: [\(measured.kind.rawValue)] \(profile.name) \(direction): lower throughput bound not checked: \(reason) "
-                    + "(the bound needs twice the profile's \(MeasureFormat.rate(plan.rate)) unconditioned, and a reader that keeps up)")
+                    + "(the bound needs \(ThroughputTolerance.headroom) × the profile's \(MeasureFormat.rate(plan.rate)) unconditioned, and a reader that keeps up)")
                 continue
             }
             var runs = MeasureFormat.rate(measuredRate)
