@@ -202,33 +202,39 @@ enum NetlinkBench {
             peers: [:], notes: note))
         rows.append(BenchRow(
             operation: "switch edge↔3g in process, NetemBackend.apply (state file included)", ours_us: Summary(whole),
-            floor_us: Summary(floorTimes), peers: try pyroute2InProcess(ours, iterations: iterations), notes: []))
+            floor_us: Summary(floorTimes), peers: try pyroute2InProcess(iterations: iterations), notes: []))
         rows.append(try processRow(ours, linkcond: linkcond, iterations: min(iterations, 20)))
         return rows
     }
 
-    /// pyroute2 holding its sockets open: root netem replaced on both ends of a peer pair, per switch.
-    static func pyroute2InProcess(_ sandbox: Sandbox, iterations: Int) throws -> [String: Summary] {
+    /// pyroute2 holding its sockets open: root netem (`tbf`: a tbf, on a kernel without netem) replaced on
+    /// both ends of a peer pair, per switch.
+    static func pyroute2InProcess(iterations: Int, tbf: Bool = false) throws -> [String: Summary] {
         guard let python = which("python3") else { return [:] }
         let script = """
             import json, sys, time
             from pyroute2 import NetNS
-            a, b, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+            a, b, n, tbf = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == 'tbf'
             na, nb = NetNS(a), NetNS(b)
             ia, ib = na.link_lookup(ifname='wl0')[0], nb.link_lookup(ifname='c-wl0')[0]
             times = []
             for k in range(n):
                 d = 100000 if k % 2 == 0 else 400000
                 t = time.perf_counter_ns()
-                na.tc('replace', 'netem', ia, 0x10000, delay=d + 40000, limit=1000)
-                nb.tc('replace', 'netem', ib, 0x10000, delay=d, limit=1000)
+                if tbf:
+                    r = '780kbit' if k % 2 == 0 else '240kbit'
+                    na.tc('replace', 'tbf', ia, 0x10000, rate=r, burst=1600, limit=3000)
+                    nb.tc('replace', 'tbf', ib, 0x10000, rate=r, burst=1600, limit=3000)
+                else:
+                    na.tc('replace', 'netem', ia, 0x10000, delay=d + 40000, limit=1000)
+                    nb.tc('replace', 'netem', ib, 0x10000, delay=d, limit=1000)
                 times.append((time.perf_counter_ns() - t) / 1000)
             print(json.dumps(times))
             """
         let pipe = Pipe()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script, "lcb-py-\(getpid())-a", "lcb-py-\(getpid())-b", "\(iterations)"]
+        process.arguments = ["-c", script, "lcb-py-\(getpid())-a", "lcb-py-\(getpid())-b", "\(iterations)", tbf ? "tbf" : "netem"]
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
         let (a, b) = try peerPair("lcb-py-\(getpid())")
@@ -418,8 +424,11 @@ enum NetlinkBench {
             pair.append(one + two)
         }
         if let summary = Summary(pair) { peers["tc -n … qdisc replace ×2"] = summary }
+        let pyroute2 = try pyroute2InProcess(iterations: iterations, tbf: true)
+        peers.merge(pyroute2) { first, _ in first }
         return [BenchRow(
             operation: "switch in process, proxy: tbf graft on 2 namespaces + read-back (no netem here)", ours_us: Summary(ours),
-            floor_us: Summary(floor), peers: peers, notes: ["this kernel has no netem: the real switch (edge↔3g) runs in the kernel VM"])]
+            floor_us: Summary(floor), peers: peers,
+            notes: ["this kernel has no netem: the real switch (edge↔3g) runs in the kernel VM"] + (pyroute2.isEmpty ? ["pyroute2 did not run (pip install pyroute2)"] : []))]
     }
 }

@@ -128,10 +128,29 @@ enum ProcessBench {
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         notes.append("host without netem: linkcond applies edge↔3g through the userspace engine; tc replaces a tbf on each end of a veth pair (2 processes); load average \(load)")
         let pairName = "tc -n … qdisc replace ×2 (tbf)"
+        var wallPeers = Summary(pair.map(\.wall)).map { [pairName: $0] } ?? [:]
+        // pyroute2 as a script (a process per change, as a tool built on it runs): a tbf on each end.
+        if let python = which("python3") {
+            let script = "import sys; from pyroute2 import NetNS; a=NetNS(sys.argv[1]); b=NetNS(sys.argv[2]); "
+                + "a.tc('replace','tbf',a.link_lookup(ifname='wl0')[0],0x10000,rate=sys.argv[3],burst=1600,limit=3000); "
+                + "b.tc('replace','tbf',b.link_lookup(ifname='c-wl0')[0],0x10000,rate=sys.argv[3],burst=1600,limit=3000)"
+            let runs = (0..<min(iterations, 20)).compactMap { index in
+                timedProcess([python, "-c", script, a.name, b.name, index % 2 == 0 ? "780kbit" : "240kbit"])
+            }
+            if let summary = Summary(runs) { wallPeers["pyroute2 script (tbf)"] = summary } else { notes.append("pyroute2 is not installed (pip install pyroute2)") }
+        }
+        // tcconfig's tcset checks for sch_netem before it does anything, even for a rate alone.
+        if let tcset = which("tcset") {
+            if let one = timedProcess(["/usr/sbin/ip", "netns", "exec", a.name, tcset, "wl0", "--rate", "330Kbps", "--overwrite"], seconds: 60) {
+                wallPeers["tcconfig tcset ×1 (rate only)"] = Summary([one])
+            } else {
+                notes.append("tcconfig's tcset refuses on this kernel (it requires sch_netem, even for a rate alone)")
+            }
+        }
         return [
             BenchRow(
                 operation: "linkcond apply edge↔3g as a process, userspace engine (verified), wall", ours_us: Summary(apply.map(\.wall)),
-                floor_us: nil, peers: Summary(pair.map(\.wall)).map { [pairName: $0] } ?? [:], notes: notes),
+                floor_us: nil, peers: wallPeers, notes: notes),
             BenchRow(
                 operation: "linkcond apply edge↔3g as a process, CPU time (user+system)", ours_us: Summary(apply.map(\.cpu)), floor_us: nil,
                 peers: Summary(pair.map(\.cpu)).map { [pairName: $0] } ?? [:], notes: []),

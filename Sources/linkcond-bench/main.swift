@@ -2,10 +2,11 @@
 // peers (ip, tc, pyroute2, tcconfig's tcset), in one run, in throwaway namespaces and sandboxes of its own.
 // Prints one table of medians and 95th percentiles (with --json the same rows as JSON); every wait is bounded.
 //
-//   sudo .build/release/linkcond-bench [iterations] [scale=N] [netlink-only] [--json]   everything (about a minute)
+//   sudo .build/release/linkcond-bench [iterations] [scale=N] [netlink-only] [no-prober] [--json]   everything (about 5 minutes)
 //   sudo .build/release/linkcond-bench switch [N]      the in-process switch against the libmnl floor only
 //   sudo .build/release/linkcond-bench apply [N]       linkcond apply as a process against the tc pair only
 //   sudo .build/release/linkcond-bench scale [N]       N sandboxes with engines (default 200) only
+//   sudo .build/release/linkcond-bench prober          the prober's detection of 100% loss only (about 3 minutes)
 //   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [rounds=N]   the engine's detailed tables
 //   sudo LINKCOND_STORE=DIR .build/release/linkcond-bench health NAME   the health check of a sandbox, in process
 //
@@ -87,6 +88,14 @@ if CommandLine.arguments.dropFirst().first == "scale" {
     BenchOutput.print(
         ScaleBench.run(count: count, linkcond: access(executable, X_OK) == 0 ? executable : nil), json: CommandLine.arguments.contains("--json"),
         header: "linkcond-bench scale: \(count) sandboxes, \(ProcessInfo.processInfo.activeProcessorCount) CPUs")
+    exit(0)
+}
+// `linkcond-bench prober`: the prober's detection of 100% loss on LTE, 3G and Edge (ProberBench.swift).
+if CommandLine.arguments.dropFirst().first == "prober" {
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("linkcond").path
+    BenchOutput.print(
+        ProberBench.rows(linkcond: access(executable, X_OK) == 0 ? executable : nil), json: CommandLine.arguments.contains("--json"),
+        header: "linkcond-bench prober")
     exit(0)
 }
 let iterations = CommandLine.arguments.dropFirst().compactMap { Int($0) }.first ?? 100
@@ -248,6 +257,8 @@ if !CommandLine.arguments.contains("netlink-only") {
     if scaleCount > 0 { table += ScaleBench.run(count: scaleCount, linkcond: linkcond, deadlineSeconds: 300) }
     // The userspace engine's data plane against the bare C forwarder and a bare veth pair.
     table += EngineBench.tableRows()
+    // The prober's detection of 100% loss, adaptive against fixed timeouts (`no-prober` leaves it out).
+    if !CommandLine.arguments.contains("no-prober") { table += ProberBench.rows(linkcond: linkcond) }
 }
 let loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
 BenchOutput.print(
