@@ -9,7 +9,7 @@ import XCTest
 
 // MARK: - the checks
 // The measurements behind ConditioningProfileTests (both backends), with the tolerances README.md states
-// ("Tolerances of the netem suite"); the same tolerances hold for the userspace engine.
+// ("Tolerances of the conditioning suite"); the same tolerances hold for the userspace engine.
 
 /// The two-sided 99.9% normal quantile: loss bounds hold 999 times in 1000 for a correct link.
 let z999 = 3.29

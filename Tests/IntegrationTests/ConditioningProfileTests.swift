@@ -11,7 +11,7 @@ import XCTest
 
 /// Every catalog profile on a real backend, measured with real packets between the client and server
 /// namespaces, and read back from where the conditions live: `tc -j` (iproute2 as an independent decoder)
-/// for netem, the engine's own `show` for the userspace backend. README.md ("Tolerances of the netem suite")
+/// for netem, the engine's own `show` for the userspace backend. README.md ("Tolerances of the conditioning suite")
 /// states what each check allows and why; the same tolerances hold for both backends (ConditioningChecks).
 ///
 /// The checks live here once; each backend has a concrete class with one method per check
