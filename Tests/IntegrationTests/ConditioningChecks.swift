@@ -21,8 +21,16 @@ enum RoundTripTolerance {
     static let probes = 5
     static let jitteredProbes = 40
     /// What TCG scheduling and timer latency (or, on the host, a busy machine waking the engine's threads) may
-    /// add to a round trip, on top of the unconditioned baseline.
-    static let noise = 0.015
+    /// add to a round trip, on top of the unconditioned baseline: 15 ms. For the userspace backend
+    /// LINKCOND_ENGINE_NOISE_MS overrides it on a machine that schedules a process's threads late (a TCG guest:
+    /// scripts/vm-inside sets 60, having measured an Edge round trip through the engine 25.6 ms late there, its
+    /// departures 84 ms late at the median under the loss test's load; on the host they are 0.1 ms late).
+    static func noise(_ kind: BackendKind) -> Double {
+        guard kind == .userspace, let text = ProcessInfo.processInfo.environment["LINKCOND_ENGINE_NOISE_MS"], let value = Double(text),
+            value >= 15
+        else { return 0.015 }
+        return value / 1000
+    }
     /// And a share of the delay (timer expiry in a TCG guest drifts a little with long timers).
     static let relativeNoise = 0.01
     /// Neither backend sends early (netem's time_to_send, the engine's departure times); 1 ms covers the
@@ -318,7 +326,7 @@ extension ConditioningTestCase {
         let deviation = (samples.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(samples.count - 1)).squareRoot()
         let answered = "\(samples.count)/\(sent)"
         if !jittered {
-            let noise = RoundTripTolerance.noise + RoundTripTolerance.relativeNoise * floor
+            let noise = RoundTripTolerance.noise(measured.kind) + RoundTripTolerance.relativeNoise * floor
             let upper = expected + noise
             table.check(
                 sorted[0] >= floor - RoundTripTolerance.early && median <= upper, name, "both",
@@ -334,7 +342,7 @@ extension ConditioningTestCase {
             // is 1.5 times the narrowed one); netem's draws are hardly correlated.
             let spread = z999 * 1.2533 * sigma / Double(samples.count).squareRoot()
             let lower = expected - spread - RoundTripTolerance.early
-            let upper = expected + spread + RoundTripTolerance.noise + RoundTripTolerance.relativeNoise * floor
+            let upper = expected + spread + RoundTripTolerance.noise(measured.kind) + RoundTripTolerance.relativeNoise * floor
             table.check(
                 median >= lower && median <= upper, name, "both",
                 expected: "\(MeasureFormat.ms(expected)) (-\(MeasureFormat.ms(expected - lower)) +\(MeasureFormat.ms(upper - expected)))",
@@ -376,12 +384,27 @@ extension ConditioningTestCase {
         let engineAfter = measured.kind == .userspace ? try EngineWitness.show(measured.engineSocket) : nil
         for (index, delivery) in [up, down].enumerated() {
             let plan = plans[index]
-            let socketDrops = after[index].receiveBufferErrors - before[index].receiveBufferErrors
-            let lost = delivery.sent - delivery.received - socketDrops
-            let fraction = delivery.sent == 0 ? 1 : Double(lost) / Double(delivery.sent)
-            var measuredText = "\(MeasureFormat.percent(fraction)) (\(lost)/\(delivery.sent) lost"
-            measuredText += socketDrops > 0 ? ", \(socketDrops) socket drops)" : ")"
             let direction = plan.direction.rawValue
+            let socketDrops = after[index].receiveBufferErrors - before[index].receiveBufferErrors
+            // Frames the kernel dropped before the engine read them: the engine fell behind (counted, never
+            // silent). The model's loss is judged on the frames it read; on a machine that must keep up
+            // (everywhere but a TCG guest, where LINKCOND_ALLOW_RECEIVE_OVERRUNS=1) there may be none.
+            var overruns = 0
+            if let engineBefore, let engineAfter {
+                overruns = engineAfter.direction(plan.direction).receiveOverruns - engineBefore.direction(plan.direction).receiveOverruns
+                let allowed = ProcessInfo.processInfo.environment["LINKCOND_ALLOW_RECEIVE_OVERRUNS"] == "1"
+                table.check(
+                    overruns >= 0 && (allowed || overruns == 0), "overruns", direction, expected: allowed ? "counted (allowed here)" : "0",
+                    measured: "\(overruns) frames dropped before the engine read them", "the engine fell behind the sender",
+                    file: file, line: line)
+                overruns = max(0, overruns)
+            }
+            let read = delivery.sent - overruns
+            let lost = delivery.sent - delivery.received - socketDrops - overruns
+            let fraction = read <= 0 ? 1 : Double(lost) / Double(read)
+            var measuredText = "\(MeasureFormat.percent(fraction)) (\(lost)/\(read) lost"
+            measuredText += socketDrops > 0 ? ", \(socketDrops) socket drops" : ""
+            measuredText += overruns > 0 ? ", \(overruns) of \(delivery.sent) sent not read: receive overruns)" : ")"
             switch plan.expected {
             case nil:
                 table.add("loss", direction, expected: "not predicted (N=\(plan.count))", measured: measuredText, verdict: "info")
@@ -394,9 +417,11 @@ extension ConditioningTestCase {
                     lost == 0 && delivery.sent == plan.count, "loss", direction, expected: "0 lost (N=\(plan.count))", measured: measuredText,
                     "a loss-free profile lost packets", file: file, line: line)
             case let p?:
+                // The bound is the plan's (for N sent); with overruns fewer were read, so it widens by √(N/read).
+                let bound = plan.bound * (Double(plan.count) / Double(max(1, read))).squareRoot()
                 table.check(
-                    abs(fraction - p) <= plan.bound && delivery.sent == plan.count, "loss", direction,
-                    expected: "\(MeasureFormat.percent(p)) ± \(String(format: "%.2f", plan.bound * 100)) (N=\(plan.count))",
+                    abs(fraction - p) <= bound && delivery.sent == plan.count, "loss", direction,
+                    expected: "\(MeasureFormat.percent(p)) ± \(String(format: "%.2f", bound * 100)) (N=\(read))",
                     measured: measuredText, "outside the 99.9% binomial bound" + (plan.correlated
                         ? " (netem's 'loss random P CORR' compares P with a correlated random number whose spread shrinks "
                             + "with CORR, so it drops far less than P; the equivalent Gilbert model keeps the mean)" : ""),
@@ -407,7 +432,7 @@ extension ConditioningTestCase {
                 // dropped is what did not arrive: its lost and queue-dropped counters grew by the datagrams
                 // lost, give or take the other frames it was offered meanwhile (ARP, neighbour discovery).
                 let delta = engineAfter.direction(plan.direction).counters - engineBefore.direction(plan.direction).counters
-                let others = delta.offered - delivery.sent
+                let others = delta.offered - read
                 let dropped = delta.lost + delta.queueDropped
                 table.check(
                     others >= 0 && dropped >= lost && dropped <= lost + others, "engine lost", direction,

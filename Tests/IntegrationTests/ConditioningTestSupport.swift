@@ -557,6 +557,8 @@ struct EngineWitness {
         /// Departure lateness of held frames: median and 99th percentile, nanoseconds.
         var latenessMedian: Int?
         var latenessP99: Int?
+        /// Frames the kernel dropped before the engine read them (its receive ring was full).
+        var receiveOverruns: Int
     }
 
     var pid: Int
@@ -582,7 +584,8 @@ struct EngineWitness {
             let lateness = object["lateness"] as? [String: Any]
             return DirectionState(
                 conditions: conditions, dnsDelay: (object["dnsDelay"] as? NSNumber)?.intValue ?? -1, counters: Counters(counters),
-                latenessMedian: (lateness?["median"] as? NSNumber)?.intValue, latenessP99: (lateness?["p99"] as? NSNumber)?.intValue)
+                latenessMedian: (lateness?["median"] as? NSNumber)?.intValue, latenessP99: (lateness?["p99"] as? NSNumber)?.intValue,
+                receiveOverruns: (object["receiveOverruns"] as? NSNumber)?.intValue ?? -1)
         }
         return EngineWitness(
             pid: (answer["pid"] as? NSNumber)?.intValue ?? -1, profile: wifi["profile"] as? String, uplink: try direction("uplink"),
