@@ -47,7 +47,7 @@ final class CommandTreeTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/bad.json"
-        try #"{"name": "bad", "downlink": {"dealy": "10ms"}}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        try #"{"name": "bad", "downlink": {"dealy": "10ms"}}"#.write(toFile: path, atomically: false, encoding: .utf8)
         // A fresh sandbox name that does not exist: a refusal must not create it.
         let name = "clitest\(getpid() % 10000)"
         XCTAssertEqual(LinkcondCLI.run(["apply", path, "--name", name]), 1)

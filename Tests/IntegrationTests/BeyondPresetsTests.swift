@@ -38,9 +38,9 @@ final class BeyondPresetsTests: SandboxTestCase {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         addTeardownBlock { try? FileManager.default.removeItem(atPath: folder) }
         let trace = try DeliveryTrace(rateCSV: "0,12mbit\n1,4mbit\n")
-        try trace.text.write(toFile: "\(folder)/wave.trace", atomically: true, encoding: .utf8)
+        try trace.text.write(toFile: "\(folder)/wave.trace", atomically: false, encoding: .utf8)
         try #"{"name": "wave", "downlink": {"trace": "wave.trace", "delay": "20ms"}}"#.write(
-            toFile: "\(folder)/wave.json", atomically: true, encoding: .utf8)
+            toFile: "\(folder)/wave.json", atomically: false, encoding: .utf8)
         let profile = try ProfileParser.load(path: "\(folder)/wave.json")
         XCTAssertEqual(profile.downlink.trace?.summary.meanRate ?? 0, 8_000_000, accuracy: 12_000)
 

@@ -13,7 +13,7 @@ import XCTest
 class ConditioningReachabilityTests: ConditioningTestCase {
     private func labOptions(_ store: SandboxStore) -> LinkLab.Options {
         LinkLab.Options(
-            profile: "lte", store: store, catalogDirectory: try? catalog().directory, backend: kind == .netem ? .netem : .userspace)
+            profile: "lte", reportDirectory: store.directory + "/reports", store: store, catalogDirectory: try? catalog().directory, backend: kind == .netem ? .netem : .userspace)
     }
 
     func checkHundredPercentLossIsSeenByTheProberNotByThePathMonitor() async throws {

@@ -62,9 +62,10 @@ final class LinkLabTests: IntegrationTestCase {
     func testALabThatThrowsStillTearsDown() async throws {
         let store = makeStore()
         struct Expected: Error {}
+        // Reports in the test's store, which the test removes (without a folder the lab keeps them in /tmp).
         var sandboxName = ""
         do {
-            try await LinkLab.with(LinkLab.Options(store: store)) { lab in
+            try await LinkLab.with(LinkLab.Options(reportDirectory: store.directory + "/reports", store: store)) { lab in
                 sandboxName = lab.sandbox.topology.name
                 throw Expected()
             }
@@ -76,7 +77,8 @@ final class LinkLabTests: IntegrationTestCase {
     }
 
     func testWaitingForAStateThatNeverComesTimesOut() async throws {
-        try await LinkLab.with(LinkLab.Options(store: makeStore())) { lab in
+        let store = makeStore()
+        try await LinkLab.with(LinkLab.Options(reportDirectory: store.directory + "/reports", store: store)) { lab in
             do {
                 try await lab.waitForPath(.unsatisfied, within: 0.3)
                 XCTFail("the path never becomes unsatisfied here")

@@ -92,7 +92,8 @@ final class RunReliabilityTests: SandboxTestCase {
     /// keeps running in the removed client namespace.
     func testTheObservedAppEndsWithTheLab() throws {
         let tag = "lcobs\(getpid())x\(UniqueName.next())"
-        let lab = try LinkLab.open(LinkLab.Options(store: SandboxStore(directory: try reportDirectory())))
+        let directory = try reportDirectory()
+        let lab = try LinkLab.open(LinkLab.Options(reportDirectory: directory + "/reports", store: SandboxStore(directory: directory)))
         do {
             try lab.observe(command: "sleep 300 & sleep 301 & echo '{\"state\": \"\(tag)\"}'; wait")
             XCTAssertTrue(eventually(timeout: 5) { processes(commandLineContaining: "sleep 30").count >= 2 }, "the app did not start")

@@ -54,6 +54,8 @@ final class NetemBackendTests: XCTestCase {
         let directory = other?.directory ?? NSTemporaryDirectory() + "linkcond-netem-\(UUID().uuidString)"
         let store = SandboxStore(directory: directory)
         if other == nil {
+            // The store is this test's own: removed when it ends, pass or fail.
+            addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
             var state = SandboxState(name: "unit", cellular: false)
             state.complete = true
             try store.save(state)

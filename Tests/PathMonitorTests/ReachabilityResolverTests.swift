@@ -46,7 +46,7 @@ final class ReachabilityResolverTests: XCTestCase {
     func testLoadsAFileAndPicksTheHostFileWithoutANamespace() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("lc-resolv-\(getpid()).conf").path
         defer { unlink(path) }
-        try "nameserver 198.18.7.7\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "nameserver 198.18.7.7\n".write(toFile: path, atomically: false, encoding: .utf8)
         XCTAssertEqual(ResolverConfiguration.load(path: path).nameservers, [IPAddress("198.18.7.7")!])
         XCTAssertEqual(ResolverConfiguration.path(for: nil), "/etc/resolv.conf")
     }

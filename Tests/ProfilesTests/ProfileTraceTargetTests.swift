@@ -19,7 +19,7 @@ final class ProfileTraceTargetTests: XCTestCase {
 
     private func write(_ text: String, to name: String) throws -> String {
         let path = "\(folder)/\(name)"
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        try text.write(toFile: path, atomically: false, encoding: .utf8)
         return path
     }
 

@@ -235,11 +235,11 @@ final class ScenarioParserTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: folder + "/profiles", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try #"{"name": "lte", "downlink": {"delay": "50ms"}}"#.write(
-            toFile: folder + "/profiles/lte.json", atomically: true, encoding: .utf8)
+            toFile: folder + "/profiles/lte.json", atomically: false, encoding: .utf8)
         try #"{"name": "broken", "downlink": {"dealy": "50ms"}}"#.write(
-            toFile: folder + "/profiles/broken.json", atomically: true, encoding: .utf8)
+            toFile: folder + "/profiles/broken.json", atomically: false, encoding: .utf8)
         try #"{"name": "mine", "uplink": {"loss": "1%"}}"#.write(
-            toFile: folder + "/mine.json", atomically: true, encoding: .utf8)
+            toFile: folder + "/mine.json", atomically: false, encoding: .utf8)
         let catalog = ProfileCatalog(directory: folder + "/profiles")
         let source = folder + "/s.json"
 

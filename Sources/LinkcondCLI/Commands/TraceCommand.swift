@@ -61,9 +61,19 @@ enum TraceCommand {
         } catch let error as EmulationInputError {
             throw CommandFailure(error.description)
         }
+        // Written beside the output and renamed over it, so a reader never sees half a trace. (Foundation's
+        // atomic write leaves a TemporaryDirectory.XXXXXX behind in /tmp on Linux for every file.)
+        let temporary = output + ".tmp-\(getpid())"
         do {
-            try trace.text.write(toFile: output, atomically: true, encoding: .utf8)
+            try Data(trace.text.utf8).write(to: URL(fileURLWithPath: temporary))
+            guard rename(temporary, output) == 0 else {
+                throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))")
+            }
+        } catch let failure as CommandFailure {
+            unlink(temporary)
+            throw failure
         } catch {
+            unlink(temporary)
             throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
         }
         let summary = trace.summary
