@@ -449,8 +449,10 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         try checkLinkChangesAreReported(.wire)
     }
 
-    /// Waits (polling, 2 s at most) until the router's c-wl0 has carrier `carrier`, asserts it did within the
-    /// latency bound of `t0`, and returns the milliseconds it took. `t0` is when the client's own link change
+    /// Waits (polling, 2 s at most) until the router's c-wl0 has carrier `carrier` and returns the milliseconds
+    /// it took. Through the wire that is the engine's carrier relay, linkcond's own code: it must be within the
+    /// relay's latency bound of `t0`. Directly, c-wl0 is wl0's veth peer and the kernel alone changes its
+    /// carrier (linkwatch), so only that it happens is checked (once measured 5.5 ms on a loaded host). `t0` is when the client's own link change
     /// had completed (the request acknowledged): taking an interface down waits for the kernel to quiesce it,
     /// which takes milliseconds on a busy machine, before anything can reach the far side of a wire.
     @discardableResult
@@ -463,9 +465,11 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
             if try lab.routerLinks.link(named: T.routerWifiInterface).carrier == carrier {
                 let elapsed = Double(now &- t0) / 1e6
                 print(String(format: "carrier %@: the router's c-wl0 %@ carrier at most %.3f ms after the change completed", label, carrier ? "has" : "lost", elapsed))
-                let (limit, variable) = Self.bound(lab.layout)
-                XCTAssertLessThan(now &- t0, limit, "\(label): c-wl0 \(carrier ? "got" : "lost") carrier \(elapsed) ms after the change; "
-                    + "the bound is \(Double(limit) / 1e6) ms (\(variable))", file: file, line: line)
+                if lab.layout == .wire {
+                    let (limit, variable) = Self.bound(lab.layout)
+                    XCTAssertLessThan(now &- t0, limit, "\(label): c-wl0 \(carrier ? "got" : "lost") carrier \(elapsed) ms after the change; "
+                        + "the bound is \(Double(limit) / 1e6) ms (\(variable))", file: file, line: line)
+                }
                 return elapsed
             }
             usleep(100)
