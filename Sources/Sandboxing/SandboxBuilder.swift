@@ -10,6 +10,11 @@ struct SandboxBuilder {
     let isCancelled: () -> Bool
     let progress: (String) -> Void
 
+    /// Seconds `up` waits for a process it started (the engine, the server) to be ready while it keeps
+    /// running; one that exits fails `up` at once. They are ready within milliseconds on hardware; 30 s
+    /// leaves room for emulated machines, where a debug build once took over 10 s to answer.
+    static let readyTimeout: Double = 30
+
     private typealias T = SandboxPlan
     private var topology: SandboxTopology { sandbox.topology }
     private var store: SandboxStore { sandbox.store }
@@ -144,14 +149,14 @@ struct SandboxBuilder {
             try check()
             progress("starting the engine in \(topology.wireNamespace)")
             try start(.engine, engine, in: namespaces[.wire]!, state: &state)
-            try waitForFile(store.engineSocketPath(for: topology.name), of: state.engine!, timeout: 10)
+            try waitForFile(store.engineSocketPath(for: topology.name), of: state.engine!, timeout: Self.readyTimeout)
         }
         guard case let .process(executable, arguments) = configuration.server else { return }
         try check()
         progress("starting the server in \(server.name)")
         try start(.server, Sandbox.ProcessLaunch(executable: executable, arguments: arguments), in: server, state: &state)
         let recorded = state.server!
-        try sandbox.waitForServer(timeout: 10, isCancelled: isCancelled) { () throws(SandboxError) in
+        try sandbox.waitForServer(timeout: Self.readyTimeout, isCancelled: isCancelled) { () throws(SandboxError) in
             guard recorded.isRunning else {
                 throw .serverNotReady(detail: "it exited: \(Self.tail(of: store.log(for: topology.name, role: .server)))")
             }

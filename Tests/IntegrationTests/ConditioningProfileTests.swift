@@ -49,9 +49,13 @@ class ConditioningProfileTests: ConditioningTestCase {
         let table = MeasurementTable(kind, "high-latency-dns: DNS against the sandbox's server")
         defer { table.print() }
 
-        let control = try TimedDNSQuery.overUDP(client, server: v4, name: "server.\(SandboxPlan.zone)", type: .a, timeout: 2)
-        table.check(control.seconds < 0.3, "dns udp", "ipv4", expected: "< 300.0 ms (no conditions)", measured: MeasureFormat.ms(control.seconds),
-                    "the unconditioned lookup is already slow")
+        // The quickest of three: one query can meet a guest that is busy elsewhere (312.7 ms once, with two
+        // TCG guests on two cores, against 79.5 ms alone); three slow ones mean a slow lookup.
+        let controls = try (0..<3).map { _ in
+            try TimedDNSQuery.overUDP(client, server: v4, name: "server.\(SandboxPlan.zone)", type: .a, timeout: 2).seconds
+        }
+        table.check(controls.min()! < 0.3, "dns udp", "ipv4", expected: "< 300.0 ms (no conditions, quickest of 3)",
+                    measured: controls.map(MeasureFormat.ms).joined(separator: ", "), "the unconditioned lookup is already slow")
         // getent as a program on the device runs it; starting a process takes a while in a TCG guest, so its
         // unconditioned time is the reference for the conditioned one. The quickest of three runs: the first
         // run in a fresh guest reads getent and the NSS libraries from the host's disk for the first time
@@ -85,8 +89,9 @@ class ConditioningProfileTests: ConditioningTestCase {
             TimedDNSQuery.assertAnswer(answer.message, type: type, file: #filePath, line: #line)
         }
 
-        let connect = try TimedDNSQuery.tcpConnect(client, server: v4, port: SandboxPlan.httpPort, timeout: 2)
-        table.check(connect < 0.3, "tcp :80", "ipv4", expected: "< 300.0 ms", measured: MeasureFormat.ms(connect), "other traffic is delayed too")
+        let connects = try (0..<3).map { _ in try TimedDNSQuery.tcpConnect(client, server: v4, port: SandboxPlan.httpPort, timeout: 2) }
+        table.check(connects.min()! < 0.3, "tcp :80", "ipv4", expected: "< 300.0 ms (quickest of 3)",
+                    measured: connects.map(MeasureFormat.ms).joined(separator: ", "), "other traffic is delayed too")
 
         let stream = try TimedDNSQuery.overTCP(client, server: v4, name: "server.\(SandboxPlan.zone)", type: .a, timeout: 2 * delay + 4)
         // The SYN to port 53 waits the DNS delay, then the query does (the answer comes straight back).
