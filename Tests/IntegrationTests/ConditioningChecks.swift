@@ -434,11 +434,23 @@ extension ConditioningTestCase {
                 let delta = engineAfter.direction(plan.direction).counters - engineBefore.direction(plan.direction).counters
                 let others = delta.offered - read
                 let dropped = delta.lost + delta.queueDropped
-                table.check(
-                    others >= 0 && dropped >= lost && dropped <= lost + others, "engine lost", direction,
-                    expected: "\(lost) (+ up to the \(max(others, 0)) other frames)",
-                    measured: "lost \(delta.lost), queue-dropped \(delta.queueDropped) of \(delta.offered) offered",
-                    "the engine's counters do not account for the datagrams that did not arrive", file: file, line: line)
+                if let p = plan.expected, p >= 1 {
+                    // A link that loses everything loses the neighbour's answers too: once the sender's
+                    // neighbour entry for the far end has expired (a slow guest takes long enough), the kernel
+                    // queues the datagrams behind its own solicitations and drops them, and only the
+                    // solicitations reach the wire. So: all the engine was offered, it dropped.
+                    table.check(
+                        delta.offered > 0 && dropped == delta.offered, "engine lost", direction,
+                        expected: "all it was offered (\(read) sent; fewer offered when neighbour resolution fails)",
+                        measured: "lost \(delta.lost), queue-dropped \(delta.queueDropped) of \(delta.offered) offered",
+                        "the engine passed frames on a link that loses everything", file: file, line: line)
+                } else {
+                    table.check(
+                        others >= 0 && dropped >= lost && dropped <= lost + others, "engine lost", direction,
+                        expected: "\(lost) (+ up to the \(max(others, 0)) other frames)",
+                        measured: "lost \(delta.lost), queue-dropped \(delta.queueDropped) of \(delta.offered) offered",
+                        "the engine's counters do not account for the datagrams that did not arrive", file: file, line: line)
+                }
             }
         }
     }
