@@ -70,8 +70,8 @@ enum ThroughputTolerance {
     /// The lower bound is checked only when the unconditioned path carries at least this multiple of the rate:
     /// 2 on real hardware; LINKCOND_THROUGHPUT_HEADROOM overrides it for a machine that cannot pace a
     /// conditioned link as fast as it carries a bare one (a TCG guest, where every timer and copy is emulated:
-    /// scripts/vm-inside sets 6, having measured netem's 100 mbit at 0.65–0.81 × rate over a 228 mbit path and
-    /// the engine's 50 mbit at 0.76–0.82 × over 126 mbit there, while the host meets 0.9 × for both).
+    /// scripts/vm-inside sets 10, having measured netem's 100 mbit at 0.65–0.81 × rate over a 228 mbit path and
+    /// the engine's 50 mbit at 0.76–0.82 × over 126 mbit and its 33 mbit at 0.68–0.76 × over 241 mbit there, while the host meets 0.9 × for both).
     static let headroom: Double = {
         guard let text = ProcessInfo.processInfo.environment["LINKCOND_THROUGHPUT_HEADROOM"], let value = Double(text), value >= 1 else {
             return 2.0
