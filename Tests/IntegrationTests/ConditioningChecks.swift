@@ -70,8 +70,9 @@ enum ThroughputTolerance {
     /// The lower bound is checked only when the unconditioned path carries at least this multiple of the rate:
     /// 2 on real hardware; LINKCOND_THROUGHPUT_HEADROOM overrides it for a machine that cannot pace a
     /// conditioned link as fast as it carries a bare one (a TCG guest, where every timer and copy is emulated:
-    /// scripts/vm-inside sets 10, having measured netem's 100 mbit at 0.65–0.81 × rate over a 228 mbit path and
-    /// the engine's 50 mbit at 0.76–0.82 × over 126 mbit and its 33 mbit at 0.68–0.76 × over 241 mbit there, while the host meets 0.9 × for both).
+    /// scripts/vm-inside sets 10, having measured netem's 100 mbit at 0.65–0.81 × rate over a 228 mbit path,
+    /// the engine's 50 mbit at 0.76–0.82 × over 126 mbit and its 33 mbit at 0.68–0.76 × over 241 mbit there,
+    /// while the host meets 0.9 × for both).
     static let headroom: Double = {
         guard let text = ProcessInfo.processInfo.environment["LINKCOND_THROUGHPUT_HEADROOM"], let value = Double(text), value >= 1 else {
             return 2.0
@@ -434,6 +435,7 @@ extension ConditioningTestCase {
                 let delta = engineAfter.direction(plan.direction).counters - engineBefore.direction(plan.direction).counters
                 let others = delta.offered - read
                 let dropped = delta.lost + delta.queueDropped
+                let counted = "lost \(delta.lost), queue-dropped \(delta.queueDropped) of \(delta.offered) offered"
                 if let p = plan.expected, p >= 1 {
                     // A link that loses everything loses the neighbour's answers too: once the sender's
                     // neighbour entry for the far end has expired (a slow guest takes long enough), the kernel
@@ -442,13 +444,13 @@ extension ConditioningTestCase {
                     table.check(
                         delta.offered > 0 && dropped == delta.offered, "engine lost", direction,
                         expected: "all it was offered (\(read) sent; fewer offered when neighbour resolution fails)",
-                        measured: "lost \(delta.lost), queue-dropped \(delta.queueDropped) of \(delta.offered) offered",
+                        measured: counted,
                         "the engine passed frames on a link that loses everything", file: file, line: line)
                 } else {
                     table.check(
                         others >= 0 && dropped >= lost && dropped <= lost + others, "engine lost", direction,
                         expected: "\(lost) (+ up to the \(max(others, 0)) other frames)",
-                        measured: "lost \(delta.lost), queue-dropped \(delta.queueDropped) of \(delta.offered) offered",
+                        measured: counted,
                         "the engine's counters do not account for the datagrams that did not arrive", file: file, line: line)
                 }
             }
