@@ -1,27 +1,17 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers, lowest first. A target imports only targets of lower layers (scripts/check-structure checks it);
-// targets on one line are one layer and never import each other.
-//   CMnl, CSpawn, CPacket (C)   libmnl and kernel headers; fork/setns/exec; packet-socket shims
-//   CNetlinkFloor (C)       the benchmark's raw-libmnl floor
-//   LinkcondBase, JSONDocument   addresses, sockets, clock, DNS wire format, the sandbox plan; strict JSON
-//   Netlink                 generic netlink over libmnl
-//   NetlinkTesting          a fake byte transport, for tests above netlink
-//   RouteNetlink, NetNamespace   typed rtnetlink; named namespaces
-//   Profiles                the profile model, reader, validation and catalog (no kernel)
-//   LinkEmulation           the userspace engine's impairment model (no sockets)
-//   PacketEngine            the engine's data plane: AF_PACKET between the wire's veths, carrier relay
-//   EngineControl           the engine's control socket and messages
-//   Engine                  the engine as a process (`linkcond engine`)
-//   Responders              the sandbox server: HTTP 204, echo, DNS
-//   Sandboxing              the sandbox: topology, state, lifecycle, actions, lock
-//   Conditioning            the backends that put profiles on the wire (netem, the engine), doctor, measurements
-//   PathMonitor             path monitor, reachability prober, hint model
-//   Timeline                events, recorder, metrics, reports
-//   Scenarios               scenario files, runner, LinkLab
-//   LinkcondCLI             the command line; no logic a library user needs
-//   linkcond, linkcond-bench, bare-forwarder   the executables (bare-forwarder: the engine's floor in C)
+// Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
+// targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
+// comment against the real graph. The folders at the end group the ranks into tiers.
+//   CMnl, CSpawn, CPacket, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
+//   Netlink, Profiles, Responders, Timeline, CNetlinkFloor    netlink; profiles; the server; reports; a C floor
+//   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
+//   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
+//   Engine, Conditioning                                       the engine process; the backends
+//   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
+//   LinkcondCLI                                                the command line; no logic a library user needs
+//   linkcond                                                   the executable
 let package = Package(
     name: "linkcond",
     products: [
@@ -129,3 +119,28 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Where each target lives: one folder per tier of the layers above (Sources/<tier>/<target>), the benchmark
+// and its C floors apart from the product (Bench/<target>), and the tests by whether they need root
+// (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root).
+let folders: [String: [String]] = [
+    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "LinkcondBase", "JSONDocument"],
+    "Sources/Kernel": ["Netlink", "NetlinkTesting", "RouteNetlink", "NetNamespace"],
+    "Sources/Model": ["Profiles", "LinkEmulation", "Timeline"],
+    "Sources/Engine": ["PacketEngine", "EngineControl", "Engine"],
+    "Sources/Lab": ["Sandboxing", "Responders", "Conditioning", "PathMonitor", "Scenarios"],
+    "Sources/CLI": ["LinkcondCLI", "linkcond"],
+    "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder"],
+    "Tests/Unit": [
+        "NetlinkTests", "RouteNetlinkTests", "NetemNetlinkTests", "RespondersTests", "EngineControlTests", "JSONDocumentTests",
+        "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "TimelineTests", "ScenariosTests",
+    ],
+    "Tests/Integration": ["IntegrationTests", "PacketEngineTests"],
+]
+for target in package.targets {
+    guard let folder = folders.first(where: { $0.value.contains(target.name) })?.key else {
+        fatalError("Package.swift: target \(target.name) is in no folder of `folders`")
+    }
+    target.path = "\(folder)/\(target.name)"
+}
+

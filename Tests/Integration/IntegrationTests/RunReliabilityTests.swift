@@ -14,7 +14,7 @@ import XCTest
 /// observed app behind. The sandbox must be put back, the evidence written, and nothing left running.
 final class RunReliabilityTests: SandboxTestCase {
     private var profilesDirectory: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("profiles").path
     }
 

@@ -9,7 +9,7 @@ import XCTest
 /// The scenarios in `scenarios/`, parsed with the real profile catalog in `profiles/`.
 final class ShippedScenariosTests: XCTestCase {
     private static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     private static let directory = root.appendingPathComponent("scenarios").path
     private let catalog = ProfileCatalog(directory: root.appendingPathComponent("profiles").path)
 

@@ -32,7 +32,7 @@ final class ReliabilityTests: SandboxTestCase {
     }
 
     private static var profilesDirectory: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("profiles").path
     }
 

@@ -139,7 +139,7 @@ class ConditioningTestCase: SandboxTestCase {
     /// The source tree's profile catalog (`profiles/`, found from this file's path).
     func catalog() throws -> ProfileCatalog {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
+            .deletingLastPathComponent().deletingLastPathComponent().path
         return try ProfileCatalog.locate(directory: repository + "/profiles")
     }
 

@@ -18,7 +18,7 @@ final class EngineScenarioTests: ConditioningTestCase {
     override class var backendKind: BackendKind { .userspace }
 
     private static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
+        .deletingLastPathComponent().deletingLastPathComponent().path
     /// The scenarios with a method of their own.
     static let covered = ["captive-portal", "flaky-wifi", "handover", "slow-dns", "tunnel"]
 

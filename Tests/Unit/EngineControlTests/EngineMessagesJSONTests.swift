@@ -9,7 +9,7 @@ import XCTest
 /// JSONEncoder writes reads back through the client's reader as the same value.
 final class EngineMessagesJSONTests: XCTestCase {
     private static let catalog = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("profiles").path
 
     /// Every field and every case at least once, with awkward doubles.

@@ -12,7 +12,7 @@ final class ProfileDocumentTests: XCTestCase {
     /// `profiles/` in the source tree.
     private static let catalog = ProfileCatalog(
         directory: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("profiles").path)
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("profiles").path)
 
     private func error(downlink members: String, line: UInt = #line) -> String? {
         do {

@@ -7,7 +7,7 @@ import XCTest
 final class CatalogTests: XCTestCase {
     /// `profiles/` in the source tree.
     private static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("profiles").path
 
     private let catalog = ProfileCatalog(directory: CatalogTests.directory)

@@ -800,7 +800,7 @@ final class ScenarioParserTests: XCTestCase {
 
     /// `scenarios/` and `profiles/` in the source tree.
     private static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     func testEveryShippedScenarioReadsBackFromWhatIsWritten() throws {
         let directory = Self.root.appendingPathComponent("scenarios").path
