@@ -49,12 +49,12 @@ let package = Package(
         .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl", "LinkcondBase"]),
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
-        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
+        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument"]),
         .target(
             name: "Engine",
-            dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
+            dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "JSONDocument", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "JSONDocument"]),
-        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "JSONDocument"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
         .target(name: "Timeline", dependencies: ["LinkcondBase"]),
         .target(
@@ -101,8 +101,8 @@ let package = Package(
             name: "NetemNetlinkTests",
             dependencies: ["Conditioning", "Profiles", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
-        // The engine client's hand-written JSON against the engine's Codable messages.
-        .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation"]),
+        // The engine control protocol's codec, both ends.
+        .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation", "JSONDocument"]),
         .testTarget(
             name: "PacketEngineTests", dependencies: ["PacketEngine", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LinkcondBase", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
+            dependencies: ["LinkcondBase", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline", "JSONDocument"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import EngineControl
+import JSONDocument
 import Foundation
 import Glibc
 import LinkEmulation
@@ -49,6 +50,7 @@ public final class EngineService: @unchecked Sendable {
         let plan: LinkPlan
         let runtime: EngineRuntime<DirectionEmulator>
         let relay: CarrierRelay
+        /// The name of the profile in force; nil when clear.
         let profile = Mutex<String?>(nil)
 
         init(plan: LinkPlan, runtime: EngineRuntime<DirectionEmulator>, relay: CarrierRelay) {
@@ -153,40 +155,52 @@ public final class EngineService: @unchecked Sendable {
     }
 
     /// What a direction's model holds, read on its own thread.
-    private typealias ModelReading = (conditions: LinkConditions, dnsDelay: UInt64, targets: [TrafficTarget], counters: DirectionCounters)
+    private struct ModelReading: Sendable {
+        var conditions: LinkConditions
+        var options: DirectionOptions
+        var counters: DirectionCounters
+
+        init(_ emulator: DirectionEmulator) {
+            conditions = emulator.conditions
+            options = emulator.options
+            counters = emulator.counters
+        }
+    }
 
     /// Carries out one request (on the control thread; the model changes on each direction's own thread).
     /// An apply replaces each direction's model and reads it back in the same visit to that direction's
     /// thread, so an apply costs two visits per direction (the model, the I/O statistics), not three: each
-    /// visit wakes a sleeping thread, and on a loaded machine each wake-up waits for a CPU.
-    func handle(_ request: EngineRequest) -> EngineResponse {
+    /// visit wakes a sleeping thread, and on a loaded machine each wake-up waits for a CPU. A request that
+    /// cannot be read (the profile reader's refusal) changes nothing and is answered with why.
+    func handle(_ received: Result<EngineRequest, DocumentError>) -> EngineResponse {
+        let request: EngineRequest
+        switch received {
+        case .success(let value): request = value
+        case .failure(let error): return EngineResponse(error: "the request was refused: \(error)", links: state(), pid: getpid())
+        }
+        guard request.operation != .show else { return EngineResponse(links: state(), pid: getpid()) }
+        let wanted = request.links.map(Set.init) ?? Set(links.map(\.plan.link))
+        let missing = wanted.subtracting(links.map(\.plan.link))
+        if !missing.isEmpty {
+            return EngineResponse(
+                error: "this sandbox has no \(missing.map(\.rawValue).sorted().joined(separator: ", ")) link", links: state(), pid: getpid())
+        }
+        let profile = request.profile ?? Profile(name: "none")
         var error: String?
         var readings: [Int: [LinkDirection: ModelReading]] = [:]
-        if request.operation == .apply {
-            guard let conditions = request.conditions else {
-                return EngineResponse(error: "an apply needs conditions", links: state(), pid: getpid())
-            }
-            let wanted = request.links.map(Set.init) ?? Set(links.map(\.plan.link))
-            let missing = wanted.subtracting(links.map(\.plan.link))
-            if !missing.isEmpty {
-                return EngineResponse(
-                    error: "this sandbox has no \(missing.map(\.rawValue).sorted().joined(separator: ", ")) link", links: state(), pid: getpid())
-            }
-            do {
-                for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) {
-                    for direction in LinkDirection.allCases {
-                        let held = conditions.conditions(direction)
-                        let options = conditions.options(direction)
-                        readings[index, default: [:]][direction] = try forwarding.runtime.perform(on: Direction(direction)) { emulator in
-                            emulator.replace(conditions: held, options: options)
-                            return (emulator.conditions, emulator.options.effectiveDNSDelay, emulator.options.targets, emulator.counters)
-                        }
+        do {
+            for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) {
+                for direction in LinkDirection.allCases {
+                    let conditions = profile.conditions(direction)
+                    readings[index, default: [:]][direction] = try forwarding.runtime.perform(on: Direction(direction)) { emulator in
+                        emulator.replace(conditions: conditions, options: DirectionOptions(profile: profile, direction: direction, seed: emulator.options.seed))
+                        return ModelReading(emulator)
                     }
-                    forwarding.profile.withLock { $0 = conditions == .clear ? nil : conditions.profile }
                 }
-            } catch let failure {
-                error = "\(failure)"
+                forwarding.profile.withLock { $0 = request.operation == .apply ? profile.name : nil }
             }
+        } catch let failure {
+            error = "\(failure)"
         }
         return EngineResponse(error: error, links: state(readings), pid: getpid())
     }
@@ -194,23 +208,42 @@ public final class EngineService: @unchecked Sendable {
     /// Every link's state; `readings` are models already read on this request (by link index), not read again.
     private func state(_ readings: [Int: [LinkDirection: ModelReading]] = [:]) -> [EngineLinkState] {
         links.enumerated().map { index, forwarding in
+            var models: [LinkDirection: ModelReading] = [:]
             func direction(_ direction: LinkDirection) -> EngineDirectionState {
-                let model = readings[index]?[direction] ?? (try? forwarding.runtime.perform(on: Direction(direction)) { emulator in
-                    (emulator.conditions, emulator.options.effectiveDNSDelay, emulator.options.targets, emulator.counters)
-                })
+                let model = readings[index]?[direction] ?? (try? forwarding.runtime.perform(on: Direction(direction)) { ModelReading($0) })
+                models[direction] = model
                 let statistics = forwarding.runtime.statistics(of: Direction(direction))
                 let lateness = statistics.lateness.count == 0 ? nil : EngineLateness(
                     count: statistics.lateness.count, median: statistics.lateness.quantile(0.5) ?? 0,
                     p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
                 return EngineDirectionState(
-                    conditions: model?.conditions ?? .unconditioned, dnsDelay: model?.dnsDelay ?? 0, targets: model?.targets ?? [],
                     counters: model?.counters ?? DirectionCounters(), sendFailures: statistics.sendFailures,
                     receiveOverruns: statistics.receiveOverruns, lateness: lateness)
             }
+            let uplink = direction(.uplink)
+            let downlink = direction(.downlink)
             return EngineLinkState(
                 link: forwarding.plan.link, clientSide: forwarding.plan.wire.clientSide, routerSide: forwarding.plan.wire.routerSide,
-                profile: forwarding.profile.withLock { $0 }, uplink: direction(.uplink), downlink: direction(.downlink))
+                profile: forwarding.profile.withLock { $0 }.map { Self.heldProfile(named: $0, uplink: models[.uplink], downlink: models[.downlink]) },
+                uplink: uplink, downlink: downlink)
         }
+    }
+
+    /// The profile the models hold, read back from them (not from the request): each direction's conditions,
+    /// the uplink's DNS delay and the targets.
+    private static func heldProfile(named name: String, uplink: ModelReading?, downlink: ModelReading?) -> Profile {
+        var profile = Profile(name: name)
+        if let uplink {
+            profile.uplink = uplink.conditions
+            profile.uplink.trace = uplink.options.trace
+            profile.dnsDelay = uplink.options.dnsDelay
+            profile.targets = uplink.options.targets
+        }
+        if let downlink {
+            profile.downlink = downlink.conditions
+            profile.downlink.trace = downlink.options.trace
+        }
+        return profile
     }
 }
 

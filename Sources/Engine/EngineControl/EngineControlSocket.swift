@@ -1,5 +1,6 @@
-import Foundation
 import Glibc
+import JSONDocument
+import Profiles
 
 /// What went wrong talking to the engine: the socket, and what to do.
 public struct EngineControlError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -20,8 +21,8 @@ public struct EngineControlError: Error, Sendable, Equatable, CustomStringConver
 /// The engine's control socket: a Unix stream socket in the sandbox's store (`NAME.engine.sock`, mode 0600),
 /// one JSON request line in, one JSON response line out, per connection.
 public enum EngineControlSocket {
-    /// The most bytes one message may have (a profile with long delivery traces stays far below).
-    static let maximumMessage = 64 << 20
+    /// The most bytes one message may have (``EngineMessageCodec/maximumMessage``).
+    static let maximumMessage = EngineMessageCodec.maximumMessage
 
     private static func address(_ path: String) throws(EngineControlError) -> sockaddr_un {
         var address = sockaddr_un()
@@ -35,8 +36,11 @@ public enum EngineControlSocket {
     }
 
     /// Sends `request` to the engine listening at `path` and returns its answer. Waits at most `timeout`
-    /// seconds for it.
-    public static func send(_ request: EngineRequest, to path: String, timeout: Double = 10) throws(EngineControlError) -> EngineResponse {
+    /// seconds for it. A delivery trace the answer names by a path of `knownTraces` is taken from there
+    /// rather than read again (pass the traces of the profile sent).
+    public static func send(
+        _ request: EngineRequest, to path: String, timeout: Double = 10, knownTraces: [String: DeliveryTrace] = [:]
+    ) throws(EngineControlError) -> EngineResponse {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw EngineControlError(socket: path, detail: "socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -50,13 +54,10 @@ public enum EngineControlSocket {
             let hint = code == ENOENT || code == ECONNREFUSED ? " (the engine is not running: see 'linkcond status')" : ""
             throw EngineControlError(socket: path, detail: "connect: \(String(cString: strerror(code)))\(hint)")
         }
-        // The client's side is written and read by hand (EngineMessagesJSON.swift), in the JSON the engine's
-        // Codable conformances read and write: Codable's first use in a fresh process costs more than the
-        // rest of a `linkcond apply`.
-        try write(Array((request.jsonText + "\n").utf8), to: fd, path: path)
+        try write(Array((EngineMessageCodec.text(of: request) + "\n").utf8), to: fd, path: path)
         let line = try readLine(fd, path: path)
         do {
-            return try EngineResponse(jsonBytes: line)
+            return try EngineMessageCodec.response(line, knownTraces: knownTraces)
         } catch {
             throw EngineControlError(socket: path, detail: "the engine's answer cannot be read: \(error)")
         }
@@ -98,7 +99,9 @@ public enum EngineControlSocket {
                 return bytes
             }
             bytes += buffer[0..<count]
-            guard bytes.count <= maximumMessage else { throw EngineControlError(socket: path, detail: "a message longer than 64 MiB") }
+            guard bytes.count <= maximumMessage else {
+                throw EngineControlError(socket: path, detail: "a message longer than \(maximumMessage) bytes")
+            }
         }
     }
 
@@ -123,21 +126,22 @@ public enum EngineControlSocket {
         return fd
     }
 
-    /// Serves one connection: reads a request, answers with `handle`'s response.
-    public static func serve(connection fd: Int32, path: String, _ handle: (EngineRequest) -> EngineResponse) {
+    /// Serves one connection: reads a request and answers with `handle`'s response to it — to the request,
+    /// or to why it cannot be read (the codec's refusal, in the profile reader's words).
+    public static func serve(connection fd: Int32, path: String, _ handle: (Result<EngineRequest, DocumentError>) -> EngineResponse) {
         setTimeout(fd, seconds: 10)
-        let response: EngineResponse
+        let line: [UInt8]
         do {
-            let line = try readLine(fd, path: path)
-            do {
-                response = handle(try JSONDecoder().decode(EngineRequest.self, from: Data(line)))
-            } catch {
-                response = EngineResponse(error: "the request cannot be read: \(error)", links: [], pid: getpid())
-            }
+            line = try readLine(fd, path: path)
         } catch {
             return
         }
-        guard let data = try? JSONEncoder().encode(response) else { return }
-        try? write(Array(data) + [0x0a], to: fd, path: path)
+        let request: Result<EngineRequest, DocumentError>
+        do {
+            request = .success(try EngineMessageCodec.request(line))
+        } catch {
+            request = .failure(error)
+        }
+        try? write(Array((EngineMessageCodec.text(of: handle(request)) + "\n").utf8), to: fd, path: path)
     }
 }

@@ -16,6 +16,9 @@ public struct DeliveryTrace: Sendable, Equatable {
     /// The file the trace was read from, as the profile names it (relative to the profile's folder); not
     /// part of the trace's identity: two traces with the same opportunities are equal.
     public var file: String?
+    /// Where that file is: ``file`` resolved against the profile's folder (what the engine is told to read).
+    /// Not part of the trace's identity either.
+    public var path: String?
 
     /// Two traces are equal when their opportunities are.
     public static func == (lhs: DeliveryTrace, rhs: DeliveryTrace) -> Bool { lhs.milliseconds == rhs.milliseconds }
@@ -173,19 +176,5 @@ extension Substring.UTF8View {
             return self[endIndex...]
         }
         return self[first...last]
-    }
-}
-
-extension DeliveryTrace: Codable {
-    /// Reads the milliseconds back, checked as ``init(milliseconds:)`` checks them.
-    public init(from decoder: any Decoder) throws {
-        let milliseconds = try decoder.singleValueContainer().decode([UInt32].self)
-        try self.init(milliseconds: milliseconds)
-    }
-
-    /// Writes the milliseconds as a JSON array.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(milliseconds)
     }
 }

@@ -99,25 +99,3 @@ extension TrafficTarget {
         return network
     }
 }
-
-extension TrafficTarget: Codable {
-    private enum CodingKeys: String, CodingKey {
-        case to, `protocol`, port
-    }
-
-    /// Reads `{"to": "198.19.0.0/24", "protocol": "tcp", "port": 443}`, checked as ``init(to:protocol:port:)``.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        try self.init(
-            to: try container.decode(String.self, forKey: .to), protocol: try container.decodeIfPresent(String.self, forKey: .protocol),
-            port: try container.decodeIfPresent(UInt16.self, forKey: .port))
-    }
-
-    /// Writes the target in the form ``init(from:)`` reads.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(to.description, forKey: .to)
-        try container.encodeIfPresent(`protocol`?.rawValue, forKey: .protocol)
-        try container.encodeIfPresent(port, forKey: .port)
-    }
-}

@@ -228,12 +228,13 @@ extension ConditioningTestCase {
         for (direction, conditions) in [(LinkMeasurement.Direction.uplink, profile.uplink), (.downlink, profile.downlink)] {
             let held = witness.direction(direction)
             let expected = try EngineWitness.encoded(conditions)
-            let dnsDelay = direction == .uplink ? Int(profile.dnsDelay) : 0
+            // The DNS delay is the profile's, in force on the uplink only.
+            let dnsDelay = profile.dnsDelay > 0 ? Quantity.formatTime(profile.dnsDelay) : nil
             table.check(
-                EngineWitness.same(held.conditions, expected) && held.dnsDelay == dnsDelay,
+                EngineWitness.same(held.conditions, expected) && witness.dnsDelay == dnsDelay,
                 prefix + "engine holds", direction.rawValue,
-                expected: EngineWitness.summary(expected) + (dnsDelay > 0 ? " dns +\(MeasureFormat.ms(Double(dnsDelay) / 1e9))" : ""),
-                measured: EngineWitness.summary(held.conditions) + (held.dnsDelay > 0 ? " dns +\(MeasureFormat.ms(Double(held.dnsDelay) / 1e9))" : ""),
+                expected: EngineWitness.summary(expected) + (direction == .uplink ? dnsDelay.map { " dns +" + $0 } ?? "" : ""),
+                measured: EngineWitness.summary(held.conditions) + (direction == .uplink ? witness.dnsDelay.map { " dns +" + $0 } ?? "" : ""),
                 "the engine holds other conditions than the profile's", file: file, line: line)
         }
         let sites = try measured.backend.installed()

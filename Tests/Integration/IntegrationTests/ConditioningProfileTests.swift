@@ -168,7 +168,7 @@ class ConditioningProfileTests: ConditioningTestCase {
             for direction in [LinkMeasurement.Direction.uplink, .downlink] {
                 let held = witness.direction(direction)
                 table.check(
-                    witness.profile == nil && EngineWitness.same(held.conditions, none) && held.dnsDelay == 0,
+                    witness.profile == nil && EngineWitness.same(held.conditions, none) && witness.dnsDelay == nil,
                     "4 clear engine", direction.rawValue, expected: "no profile, \(EngineWitness.summary(none))",
                     measured: "profile \(witness.profile ?? "none"), \(EngineWitness.summary(held.conditions))", "clear left conditions behind")
             }

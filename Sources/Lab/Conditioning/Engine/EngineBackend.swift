@@ -1,4 +1,5 @@
 import EngineControl
+import JSONDocument
 import LinkEmulation
 import LinkcondBase
 import Profiles
@@ -34,12 +35,22 @@ public struct EngineBackend: ConditioningBackend {
     private func send(_ request: EngineRequest) throws(SandboxError) -> EngineResponse {
         let response: EngineResponse
         do {
-            response = try EngineControlSocket.send(request, to: socketPath)
+            response = try EngineControlSocket.send(request, to: socketPath, knownTraces: Self.traces(of: request.profile))
         } catch {
             throw .process(role: "engine", detail: error.description)
         }
         if let error = response.error { throw .process(role: "engine", detail: error) }
         return response
+    }
+
+    /// The delivery traces `profile` carries, by the path they were read from: the engine names them so in
+    /// its answer, and they need not be read again to compare.
+    private static func traces(of profile: Profile?) -> [String: DeliveryTrace] {
+        var traces: [String: DeliveryTrace] = [:]
+        for direction in LinkDirection.allCases {
+            if let trace = profile?.conditions(direction).trace, let path = trace.path { traces[path] = trace }
+        }
+        return traces
     }
 
     private static func engineLinks(_ links: Set<Sandbox.ClientLink>?) -> [EngineLink]? {
@@ -64,11 +75,13 @@ public struct EngineBackend: ConditioningBackend {
         defer { lock.release() }
         let started = MonotonicClock.seconds()
         var recorded = try state()
-        let sent = EngineConditions(profile)
-        let response = try send(EngineRequest(operation: .apply, conditions: sent, links: Self.engineLinks(links)))
+        for direction in LinkDirection.allCases where profile.conditions(direction).trace.map({ $0.path == nil }) ?? false {
+            throw .unsupported(detail: "the \(direction.rawValue) of profile '\(profile.name)' has a delivery trace made in code; the engine reads traces from files: write it to a file and name it in the profile")
+        }
+        let response = try send(EngineRequest(operation: .apply, profile: profile, links: Self.engineLinks(links)))
         let applied = response.links.filter { link in links.map { $0.contains { $0.rawValue == link.link.rawValue } } ?? true }
         for link in applied {
-            let differences = Self.differences(sent: sent, held: link)
+            let differences = Self.differences(sent: profile, held: link)
             if !differences.isEmpty {
                 throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences)
             }
@@ -82,17 +95,24 @@ public struct EngineBackend: ConditioningBackend {
             requests: 1, roundTrips: 1)
     }
 
-    /// What differs between the conditions sent and those the engine reports holding on `link`.
-    static func differences(sent: EngineConditions, held link: EngineLinkState) -> [String] {
+    /// What differs between the profile sent (nil: cleared) and what the engine reports holding on `link`,
+    /// in the profile format's words.
+    static func differences(sent: Profile?, held link: EngineLinkState) -> [String] {
+        let held = link.profile ?? Profile(name: "none")
+        let sent = sent ?? Profile(name: "none")
         var differences: [String] = []
-        for direction in LinkDirection.allCases {
-            let held = link.state(direction)
-            if held.conditions != sent.conditions(direction) {
-                differences.append("\(direction.rawValue): sent \(sent.conditions(direction)), the engine holds \(held.conditions)")
-            }
-            let dnsDelay = direction == .uplink ? sent.dnsDelay : 0
-            if held.dnsDelay != dnsDelay { differences.append("\(direction.rawValue) DNS delay: sent \(dnsDelay) ns, the engine holds \(held.dnsDelay) ns") }
-            if held.targets != sent.targets { differences.append("\(direction.rawValue) targets: sent \(sent.targets), the engine holds \(held.targets)") }
+        if (link.profile == nil) != (sent.isNeutral && sent.targets.isEmpty && sent.name == "none") || held.name != sent.name {
+            differences.append("profile: sent '\(sent.name)', the engine holds '\(link.profile?.name ?? "none")'")
+        }
+        for direction in LinkDirection.allCases where held.conditions(direction) != sent.conditions(direction) {
+            let text = { (conditions: LinkConditions) in JSONWriter.text(of: ProfileParser.json(of: conditions), indent: nil) }
+            differences.append("\(direction.rawValue): sent \(text(sent.conditions(direction))), the engine holds \(text(held.conditions(direction)))")
+        }
+        if held.dnsDelay != sent.dnsDelay {
+            differences.append("DNS delay: sent \(Quantity.formatTime(sent.dnsDelay)), the engine holds \(Quantity.formatTime(held.dnsDelay))")
+        }
+        if held.targets != sent.targets {
+            differences.append("targets: sent \(sent.targets.map(\.description)), the engine holds \(held.targets.map(\.description))")
         }
         return differences
     }
@@ -106,9 +126,9 @@ public struct EngineBackend: ConditioningBackend {
         var recorded = try state()
         let before = try send(EngineRequest(operation: .show))
         let wanted = Self.engineLinks(links)
-        let after = try send(EngineRequest(operation: .apply, conditions: .clear, links: wanted))
+        let after = try send(EngineRequest(operation: .clear, links: wanted))
         for link in after.links where wanted?.contains(link.link) ?? true {
-            let differences = Self.differences(sent: .clear, held: link)
+            let differences = Self.differences(sent: nil, held: link)
             if !differences.isEmpty { throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences) }
         }
         if links == nil || Set(after.links.filter { $0.profile != nil }.map(\.link)).isEmpty { recorded.conditions = nil }
@@ -123,12 +143,14 @@ public struct EngineBackend: ConditioningBackend {
         return response.links.flatMap { link in
             zip(sites(link), [LinkDirection.uplink, .downlink]).map { site, direction in
                 let held = link.state(direction)
-                var main = Self.entry(handle: "main", held.conditions, extraDelay: 0, held.counters)
+                let conditions = link.profile?.conditions(direction) ?? .unconditioned
+                let dnsDelay = direction == .uplink ? link.profile?.dnsDelay ?? 0 : 0
+                var main = Self.entry(handle: "main", conditions, extraDelay: 0, held.counters)
                 main.engine?.receiveOverruns = held.receiveOverruns
                 main.engine?.sendFailures = held.sendFailures
                 var entries = [main]
-                if held.dnsDelay > 0 {
-                    var dns = Self.entry(handle: "dns", held.conditions, extraDelay: held.dnsDelay, DirectionCounters())
+                if dnsDelay > 0 {
+                    var dns = Self.entry(handle: "dns", conditions, extraDelay: dnsDelay, DirectionCounters())
                     dns.sentPackets = held.counters.dnsFrames
                     entries.append(dns)
                 }
