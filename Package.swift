@@ -110,6 +110,7 @@ let package = Package(
         .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
         .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase"]),
+        .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         .testTarget(
@@ -133,7 +134,7 @@ let folders: [String: [String]] = [
     "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder"],
     "Tests/Unit": [
         "NetlinkTests", "RouteNetlinkTests", "NetemNetlinkTests", "RespondersTests", "EngineControlTests", "JSONDocumentTests",
-        "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "TimelineTests", "ScenariosTests",
+        "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "SandboxingTests", "TimelineTests", "ScenariosTests",
     ],
     "Tests/Integration": ["IntegrationTests", "PacketEngineTests"],
 ]

@@ -142,18 +142,47 @@ public struct InstalledSite: Sendable, Codable, Equatable {
 
 /// Puts profiles on a sandbox's wire and reads them back. Both backends — netem through netlink and the
 /// userspace engine — implement it, and nothing above this layer knows which one runs.
+///
+/// Each operation works within a ``SandboxTransaction``: the command's lock and state, taken and read once
+/// (apply and clear need one that holds the lock). The forms without a transaction open their own.
 public protocol ConditioningBackend: Sendable {
     /// Which backend this is.
     var kind: BackendKind { get }
+    /// The sandbox whose conditions it holds.
+    var sandbox: Sandbox { get }
 
     /// Puts `profile` on the sites of `links` (nil: every client link): installs the first time, replaces
     /// atomically afterwards (never a moment without conditions), reads back what is held and compares it
-    /// with what was sent — a mismatch is an error. The profile must have been validated (reading does that).
-    func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?) throws(SandboxError) -> ApplyReport
+    /// with what was sent — a mismatch is an error —, and records it in the transaction's state. The profile
+    /// must have been validated (reading does that).
+    func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> ApplyReport
 
     /// Removes the conditions from the sites of `links` (nil: every link); returns the sites that had any.
-    func clear(links: Set<Sandbox.ClientLink>?) throws(SandboxError) -> [ConditionSite]
+    func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite]
 
     /// What every site holds now, in profile terms, with counters.
-    func installed() throws(SandboxError) -> [InstalledSite]
+    func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite]
+}
+
+extension ConditioningBackend {
+    /// ``apply(_:links:in:)`` in a transaction of its own (the sandbox's lock for the while).
+    @discardableResult
+    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
+        let transaction = try sandbox.transaction(for: "apply \(profile.name)")
+        defer { transaction.end() }
+        return try apply(profile, links: links, in: transaction)
+    }
+
+    /// ``clear(links:in:)`` in a transaction of its own.
+    @discardableResult
+    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
+        let transaction = try sandbox.transaction(for: "clear")
+        defer { transaction.end() }
+        return try clear(links: links, in: transaction)
+    }
+
+    /// ``installed(in:)`` with the state read now (no lock: it only looks).
+    public func installed() throws(SandboxError) -> [InstalledSite] {
+        try installed(in: sandbox.look())
+    }
 }

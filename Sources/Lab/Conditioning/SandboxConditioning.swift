@@ -42,19 +42,18 @@ public struct SandboxConditioning: Sendable {
         }
     }
 
-    /// The backend the sandbox was built for, from its state file.
-    public func recordedBackend() throws(SandboxError) -> BackendKind {
-        guard let state = try sandbox.store.load(sandbox.topology.name), state.complete else { throw .notUp(name: sandbox.topology.name) }
-        return Self.kind(of: state)
+    /// The backend the sandbox was built for, from its state (read now, or the transaction's).
+    public func recordedBackend(in transaction: SandboxTransaction? = nil) throws(SandboxError) -> BackendKind {
+        Self.kind(of: try (transaction ?? sandbox.look()).upState())
     }
 
     static func kind(of state: SandboxState) -> BackendKind {
         state.backend.flatMap(BackendKind.init(rawValue:)) ?? (state.wire ? .userspace : .netem)
     }
 
-    /// The backend that holds the sandbox's conditions.
-    public func backend() throws(SandboxError) -> any ConditioningBackend {
-        try backend(try recordedBackend())
+    /// The backend that holds the sandbox's conditions (from its state: read now, or the transaction's).
+    public func backend(in transaction: SandboxTransaction? = nil) throws(SandboxError) -> any ConditioningBackend {
+        try backend(try recordedBackend(in: transaction))
     }
 
     private func backend(_ kind: BackendKind) throws(SandboxError) -> any ConditioningBackend {
@@ -65,7 +64,8 @@ public struct SandboxConditioning: Sendable {
     }
 
     /// Brings the sandbox up for `choice` unless it is up and healthy with a backend that fits the choice.
-    /// Returns the backend and what `up` did (nil when the sandbox was up already and left alone).
+    /// Returns the backend and what `up` did (nil when the sandbox was up already and left alone). Takes the
+    /// sandbox's lock for the while.
     ///
     /// A sandbox that is up with the other backend than an explicit choice is refused, not rebuilt: it may
     /// be in use (`linkcond down` it first).
@@ -73,9 +73,17 @@ public struct SandboxConditioning: Sendable {
         _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, isCancelled: @Sendable () -> Bool = { false },
         progress: (String) -> Void = { _ in }
     ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
-        let lock = try sandbox.lock(for: "up", progress: progress)
-        defer { lock.release() }
-        if case let .state(state) = sandbox.store.record(sandbox.topology.name), sandbox.isHealthy(state) {
+        let transaction = try sandbox.transaction(for: "up", progress: progress)
+        defer { transaction.end() }
+        return try prepare(choice, cellular: cellular, server: server, in: transaction, isCancelled: isCancelled, progress: progress)
+    }
+
+    /// ``prepare(_:cellular:server:isCancelled:progress:)`` within `transaction`, which holds the lock.
+    public func prepare(
+        _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, in transaction: SandboxTransaction,
+        isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
+    ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
+        if case let .state(state) = transaction.record, sandbox.isHealthy(state) {
             let kind = Self.kind(of: state)
             if cellular && !state.cellular {
                 throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' has no cellular link (ww0); bring it up with 'linkcond up --cellular\(SandboxError.nameOption(sandbox.topology.name))' after 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))'")
@@ -95,7 +103,7 @@ public struct SandboxConditioning: Sendable {
         }
         let outcome = try sandbox.up(
             Sandbox.Configuration(cellular: cellular, wire: kind == .userspace, backend: kind.rawValue, server: server, engine: engine),
-            isCancelled: isCancelled, progress: progress)
+            in: transaction, isCancelled: isCancelled, progress: progress)
         return (try backend(kind), outcome)
     }
 }

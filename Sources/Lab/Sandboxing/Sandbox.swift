@@ -122,15 +122,25 @@ public struct Sandbox: Sendable {
     /// half-made or different one — or what a crash left of one, found by name — is removed first
     /// (``UpOutcome/rebuilt``). Every step is recorded in the state file before it acts; when a step fails,
     /// or `isCancelled` turns true between steps (Ctrl-C), everything made so far is removed and the error
-    /// (or ``SandboxError/interrupted``) is thrown.
+    /// (or ``SandboxError/interrupted``) is thrown. Takes the sandbox's lock for the while.
     @discardableResult
     public func up(
         _ configuration: Configuration, isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
     ) throws(SandboxError) -> UpOutcome {
-        let lock = try lock(for: "up", progress: progress)
-        defer { lock.release() }
+        let transaction = try transaction(for: "up", progress: progress)
+        defer { transaction.end() }
+        return try up(configuration, in: transaction, isCancelled: isCancelled, progress: progress)
+    }
+
+    /// ``up(_:isCancelled:progress:)`` within `transaction`, which holds the lock; its state is the new
+    /// sandbox's afterwards.
+    @discardableResult
+    public func up(
+        _ configuration: Configuration, in transaction: SandboxTransaction, isCancelled: @Sendable () -> Bool = { false },
+        progress: (String) -> Void = { _ in }
+    ) throws(SandboxError) -> UpOutcome {
         var outcome = UpOutcome.created
-        let record = store.record(topology.name)
+        let record = transaction.record
         if case let .state(existing) = record, configuration.matches(existing), isHealthy(existing) { return .alreadyUp }
         if record != .missing || !leftovers().isEmpty {
             progress("removing the earlier, incomplete or different sandbox '\(topology.name)'")
@@ -138,7 +148,7 @@ public struct Sandbox: Sendable {
             outcome = .rebuilt
         }
         var state = SandboxState(name: topology.name, cellular: configuration.cellular, wire: configuration.wire, backend: configuration.backend)
-        try store.save(state)
+        try transaction.save(state)
         do throws(SandboxError) {
             try withoutActuallyEscaping(isCancelled) { (isCancelled) throws(SandboxError) in
                 try withoutActuallyEscaping(progress) { (progress) throws(SandboxError) in
@@ -146,10 +156,11 @@ public struct Sandbox: Sendable {
                 }
             }
             state.complete = true
-            try store.save(state)
+            try transaction.save(state)
         } catch {
             progress("removing what was made")
             teardown(.state(state))
+            transaction.reload()
             throw error
         }
         return outcome
@@ -175,9 +186,15 @@ public struct Sandbox: Sendable {
 
     /// Like ``down()``, and says what it removed (and what it found odd, such as an unreadable state file).
     public func remove(progress: (String) -> Void = { _ in }) throws(SandboxError) -> TeardownReport {
-        let lock = try lock(for: "down", progress: progress)
-        let report = teardown(store.record(topology.name))
-        lock.removeFileAndRelease()
+        remove(in: try transaction(for: "down", progress: progress))
+    }
+
+    /// ``remove(progress:)`` within `transaction`, which holds the lock and is ended by it (the lock file
+    /// goes too).
+    public func remove(in transaction: SandboxTransaction) -> TeardownReport {
+        let report = teardown(transaction.record)
+        transaction.reload()
+        transaction.endRemovingLockFile()
         return report
     }
 

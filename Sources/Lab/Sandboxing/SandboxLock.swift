@@ -7,8 +7,10 @@ import Synchronization
 /// that changes the sandbox (up, down, apply, clear, a scenario run).
 ///
 /// A second command waits, up to a bound, telling who holds the lock, then proceeds on the result (an `up`
-/// that waited for another `up` finds the sandbox up). Within one process the lock is reentrant, so `apply`
-/// can bring the sandbox up under the lock it already holds. `down` removes the lock file while holding it;
+/// that waited for another `up` finds the sandbox up). The lock is owned by a thread: the thread that holds it
+/// may take it again (reentry, counted), and any other thread — of this process or another — waits, so two
+/// threads of one process (two labs, a test and a lab) never both believe they hold it. Commands take it once
+/// and pass it on in a ``SandboxTransaction``. `down` removes the lock file while holding it;
 /// a waiter that then gets the lock notices the file is gone (the inode it locked is no longer the path's)
 /// and locks the new file instead, so two commands never both believe they hold the lock.
 public final class SandboxLock: @unchecked Sendable {
@@ -19,9 +21,11 @@ public final class SandboxLock: @unchecked Sendable {
     private struct Held {
         var fd: Int32
         var count: Int
+        /// The thread that holds it.
+        var owner: pthread_t
     }
 
-    /// Locks this process holds, by path, with their reentry counts.
+    /// Locks this process holds, by path, with their owning threads and reentry counts.
     private static let held = Mutex<[String: Held]>([:])
 
     /// Who holds a lock, as its file says.
@@ -50,8 +54,9 @@ public final class SandboxLock: @unchecked Sendable {
         waiting: (Holder?) -> Void = { _ in }
     ) throws(SandboxError) -> SandboxLock {
         let path = store.lockPath(for: name)
+        let thread = pthread_self()
         if let reentered = held.withLock({ (locks: inout [String: Held]) -> SandboxLock? in
-            guard var entry = locks[path] else { return nil }
+            guard var entry = locks[path], pthread_equal(entry.owner, thread) != 0 else { return nil }
             entry.count += 1
             locks[path] = entry
             return SandboxLock(path: path, fd: entry.fd)
@@ -78,7 +83,7 @@ public final class SandboxLock: @unchecked Sendable {
                     let text = "\(getpid()) \(command)\n"
                     _ = ftruncate(fd, 0)
                     _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
-                    held.withLock { $0[path] = Held(fd: fd, count: 1) }
+                    held.withLock { $0[path] = Held(fd: fd, count: 1, owner: thread) }
                     return SandboxLock(path: path, fd: fd)
                 }
                 close(fd)

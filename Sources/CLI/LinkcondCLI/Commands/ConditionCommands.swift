@@ -22,21 +22,22 @@ enum ConditionCommands {
         Interrupts.install()
         let executable = try SandboxCommands.ownExecutable()
         let conditioning = SandboxConditioning(sandbox: sandbox, engineExecutable: executable)
-        // One writer: the whole apply (bringing the sandbox up included) holds the sandbox's lock.
-        let lock = try sandbox.lock(for: "apply \(profile.name)", progress: Output.progress)
-        defer { lock.release() }
+        // One transaction: the whole apply (bringing the sandbox up included) holds the sandbox's lock, taken
+        // once, and reads its state once.
+        let transaction = try sandbox.transaction(for: "apply \(profile.name)", progress: Output.progress)
+        defer { transaction.end() }
         let links = links(parsed)
         let (backend, outcome) = try conditioning.prepare(
             SandboxCommands.backendChoice(parsed), cellular: links?.contains(.cellular) ?? false,
-            server: SandboxCommands.serveLaunch(sandbox, executable: executable), isCancelled: { Interrupts.received },
+            server: SandboxCommands.serveLaunch(sandbox, executable: executable), in: transaction, isCancelled: { Interrupts.received },
             progress: Output.progress)
         if outcome != nil && !parsed.flag("json") { Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(backend.kind.rawValue))") }
         let report: ApplyReport
         do {
-            report = try backend.apply(profile, links: links)
+            report = try backend.apply(profile, links: links, in: transaction)
         } catch {
             // A sandbox this apply created is not left behind half-conditioned.
-            if outcome != nil { _ = try? sandbox.remove() }
+            if outcome != nil { _ = sandbox.remove(in: transaction) }
             throw CommandFailure(explain(error, sandbox: topology.name))
         }
         if parsed.flag("json") {
@@ -66,7 +67,10 @@ enum ConditionCommands {
 
     static func clear(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
-        let cleared = try SandboxConditioning(sandbox: Sandbox(topology: topology)).backend().clear(links: links(parsed))
+        let sandbox = Sandbox(topology: topology)
+        let transaction = try sandbox.transaction(for: "clear", progress: Output.progress)
+        defer { transaction.end() }
+        let cleared = try SandboxConditioning(sandbox: sandbox).backend(in: transaction).clear(links: links(parsed), in: transaction)
         Output.print(cleared.isEmpty ? "sandbox '\(topology.name)' had no conditions; nothing to clear"
                                      : "cleared the conditions of sandbox '\(topology.name)' (\(cleared.count) sites)")
         return 0
@@ -75,9 +79,11 @@ enum ConditionCommands {
     static func show(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
         let sandbox = Sandbox(topology: topology)
-        let backend = try SandboxConditioning(sandbox: sandbox).backend()
-        let installed = try backend.installed()
-        let applied = try sandbox.store.load(topology.name)?.conditions
+        // One look: the state is read once, without the lock (show never waits for a run).
+        let look = sandbox.look()
+        let backend = try SandboxConditioning(sandbox: sandbox).backend(in: look)
+        let installed = try backend.installed(in: look)
+        let applied = look.state?.conditions
         if parsed.flag("json") {
             struct Shown: Encodable {
                 let sandbox: String

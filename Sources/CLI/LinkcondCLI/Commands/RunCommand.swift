@@ -20,7 +20,7 @@ enum RunCommand {
         if let name = parsed.value("name") {
             // Checked before the report directory is made: a run that cannot start leaves nothing behind.
             let sandbox = Sandbox(topology: try SandboxTopology(name: name))
-            guard let state = try sandbox.store.load(name), sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
+            guard let state = sandbox.look(for: "run").state, sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
         }
         let directory = parsed.value("report") ?? "linkcond-reports/\(scenario.name)"
         do {

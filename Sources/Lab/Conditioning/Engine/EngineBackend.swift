@@ -27,11 +27,6 @@ public struct EngineBackend: ConditioningBackend {
 
     private var socketPath: String { sandbox.store.engineSocketPath(for: sandbox.topology.name) }
 
-    private func state() throws(SandboxError) -> SandboxState {
-        guard let state = try sandbox.store.load(sandbox.topology.name), state.complete else { throw .notUp(name: sandbox.topology.name) }
-        return state
-    }
-
     private func send(_ request: EngineRequest) throws(SandboxError) -> EngineResponse {
         let response: EngineResponse
         do {
@@ -68,13 +63,11 @@ public struct EngineBackend: ConditioningBackend {
     }
 
     /// Puts `profile` on the links (nil: every link) with one control request, and checks what the engine
-    /// reports holding against what was sent. Holds the sandbox's lock.
+    /// reports holding against what was sent.
     @discardableResult
-    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
-        let lock = try sandbox.lock(for: "apply \(profile.name)")
-        defer { lock.release() }
+    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> ApplyReport {
         let started = MonotonicClock.seconds()
-        var recorded = try state()
+        var recorded = try transaction.upState()
         for direction in LinkDirection.allCases where profile.conditions(direction).trace.map({ $0.path == nil }) ?? false {
             throw .unsupported(detail: "the \(direction.rawValue) of profile '\(profile.name)' has a delivery trace made in code; the engine reads traces from files: write it to a file and name it in the profile")
         }
@@ -89,7 +82,7 @@ public struct EngineBackend: ConditioningBackend {
         recorded.conditions = SandboxState.AppliedConditions(
             profile: profile.name, source: profile.source, links: links.map { $0.map(\.rawValue).sorted() },
             targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
-        try sandbox.store.save(recorded)
+        try transaction.save(recorded)
         return ApplyReport(
             profile: profile.name, backend: .userspace, sites: applied.flatMap(sites), duration: MonotonicClock.seconds() - started,
             requests: 1, roundTrips: 1)
@@ -117,13 +110,10 @@ public struct EngineBackend: ConditioningBackend {
         return differences
     }
 
-    /// Removes the conditions from the links (nil: every link); returns the sites that had any. Holds the
-    /// sandbox's lock.
+    /// Removes the conditions from the links (nil: every link); returns the sites that had any.
     @discardableResult
-    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
-        let lock = try sandbox.lock(for: "clear")
-        defer { lock.release() }
-        var recorded = try state()
+    public func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite] {
+        var recorded = try transaction.upState()
         let before = try send(EngineRequest(operation: .show))
         let wanted = Self.engineLinks(links)
         let after = try send(EngineRequest(operation: .clear, links: wanted))
@@ -132,13 +122,13 @@ public struct EngineBackend: ConditioningBackend {
             if !differences.isEmpty { throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences) }
         }
         if links == nil || Set(after.links.filter { $0.profile != nil }.map(\.link)).isEmpty { recorded.conditions = nil }
-        try sandbox.store.save(recorded)
+        try transaction.save(recorded)
         return before.links.filter { $0.profile != nil && (wanted?.contains($0.link) ?? true) }.flatMap(sites)
     }
 
     /// What every direction of every link holds, read back from the engine, with its counters.
-    public func installed() throws(SandboxError) -> [InstalledSite] {
-        _ = try state()
+    public func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite] {
+        _ = try transaction.upState()
         let response = try send(EngineRequest(operation: .show))
         return response.links.flatMap { link in
             zip(sites(link), [LinkDirection.uplink, .downlink]).map { site, direction in

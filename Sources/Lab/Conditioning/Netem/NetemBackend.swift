@@ -104,16 +104,9 @@ public struct NetemBackend: ConditioningBackend {
     /// ``BackendKind/netem``.
     public var kind: BackendKind { .netem }
 
-    private func state() throws(SandboxError) -> SandboxState {
-        guard let state = try sandbox.store.load(sandbox.topology.name), state.complete else {
-            throw .notUp(name: sandbox.topology.name)
-        }
-        return state
-    }
-
     /// The sites of this sandbox's `links` (nil: every client link).
-    public func sites(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
-        Self.sites(of: sandbox.topology, cellular: try state().cellular, links: links)
+    public func sites(links: Set<Sandbox.ClientLink>? = nil, in transaction: SandboxTransaction? = nil) throws(SandboxError) -> [ConditionSite] {
+        Self.sites(of: sandbox.topology, cellular: try (transaction ?? sandbox.look()).upState().cellular, links: links)
     }
 
     private static func sites(of topology: SandboxTopology, cellular: Bool, links: Set<Sandbox.ClientLink>?) -> [ConditionSite] {
@@ -154,13 +147,11 @@ public struct NetemBackend: ConditioningBackend {
 
     /// Puts `profile` on the sites of `links` (nil: every client link). Equivalent to a series of
     /// `tc qdisc replace`, `tc filter add` and `tc filter del` commands in the sandbox's namespaces (see
-    /// above), then `tc -s qdisc show` in each. The profile must have been validated (parsing does that). Holds the sandbox's lock.
+    /// above), then `tc -s qdisc show` in each. The profile must have been validated (parsing does that).
     @discardableResult
-    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
+    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> ApplyReport {
         // Everything that can fail without the kernel (what netem cannot do, distribution tables) is done first.
         try Self.checkSupported(profile)
-        let lock = try sandbox.lock(for: "apply \(profile.name)")
-        defer { lock.release() }
         let memory = self.memory
         let tables = { (name: String) throws(RouteNetlinkError) -> [Int16] in try memory.distribution(name) }
         let plan = try Self.wrap { () throws(RouteNetlinkError) in
@@ -171,7 +162,7 @@ public struct NetemBackend: ConditioningBackend {
                 downlink: try NetemMapping.parameters(for: profile.downlink, distributions: tables),
                 targets: profile.targets)
         }
-        var recorded = try state()
+        var recorded = try transaction.upState()
         let sites = Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)
         var sent = NetlinkStatistics()
         let started = MonotonicClock.seconds()
@@ -184,20 +175,17 @@ public struct NetemBackend: ConditioningBackend {
         recorded.conditions = SandboxState.AppliedConditions(
             profile: profile.name, source: profile.source, appliedAt: SandboxState.timestamp(), links: links.map { $0.map(\.rawValue).sorted() },
             targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
-        try sandbox.store.save(recorded)
+        try transaction.save(recorded)
         return ApplyReport(
             profile: profile.name, backend: .netem, sites: sites, duration: duration, requests: sent.requests, roundTrips: sent.datagrams)
     }
 
     /// Removes the conditions from the sites of `links` (nil: every site; the kernel puts its default qdisc
     /// back). Equivalent to `tc qdisc del dev IF root` on each site. Sites without conditions are skipped.
-    /// Holds the sandbox's lock.
     @discardableResult
-    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
-        let lock = try sandbox.lock(for: "clear")
-        defer { lock.release() }
+    public func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite] {
         var cleared: [ConditionSite] = []
-        var recorded = try state()
+        var recorded = try transaction.upState()
         for (client, group) in try clients(for: Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)) {
             let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
             for site in group {
@@ -211,15 +199,15 @@ public struct NetemBackend: ConditioningBackend {
             }
         }
         if links == nil { recorded.conditions = nil }
-        try sandbox.store.save(recorded)
+        try transaction.save(recorded)
         return cleared
     }
 
     /// Every site's qdisc tree, decoded into profile terms, with the kernel's counters.
     /// Equivalent to `tc -s qdisc show dev IF` on each site (one dump per namespace).
-    public func installed() throws(SandboxError) -> [InstalledSite] {
+    public func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite] {
         var result: [InstalledSite] = []
-        for (client, group) in try clients(for: try sites()) {
+        for (client, group) in try clients(for: try sites(in: transaction)) {
             let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
             for site in group {
                 let index = try Self.wrap { () throws(RouteNetlinkError) in try client.index(of: site.interface) }
