@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JSONDocument
 
 /// Writing to the terminal: results on stdout, one-sentence errors and progress on stderr.
 enum Output {
@@ -20,6 +21,11 @@ enum Output {
         if isatty(STDERR_FILENO) == 1 {
             FileHandle.standardError.write(Data("linkcond: \(text)…\n".utf8))
         }
+    }
+
+    /// A JSON document, indented, on stdout.
+    static func json(_ value: JSONValue) {
+        print(JSONWriter.text(of: value, indent: 2))
     }
 
     static func json<T: Encodable>(_ value: T) throws {

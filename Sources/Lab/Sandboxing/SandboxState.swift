@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JSONDocument
 
 /// What `linkcond up` made, recorded so that `linkcond down` removes exactly that.
 ///
@@ -8,35 +9,39 @@ import Glibc
 /// state file that names anything else — edited, corrupted, or another sandbox's — never makes it touch that.
 /// Intent is recorded before each step acts, and names are derived from the sandbox's name, so a crash at any
 /// instant leaves nothing a cleanup cannot find.
-public struct SandboxState: Codable, Sendable, Equatable {
-    /// The profile currently on the wire, as `linkcond apply` recorded it.
-    public struct AppliedConditions: Codable, Sendable, Equatable {
+public struct SandboxState: Sendable, Equatable {
+    /// The conditions on one client link, as the last apply on it recorded them.
+    public struct AppliedConditions: Sendable, Equatable {
         /// The profile's name.
         public var profile: String
         /// The file it was read from, nil for a profile made in code.
         public var source: String?
         /// ISO 8601 time of the apply.
         public var appliedAt: String
-        /// The client links it is on (`wifi`, `cellular`); nil for every link.
-        public var links: [String]?
         /// The traffic it applies to (`tcp 198.19.0.0/24 port 443`); nil for all traffic.
         public var targets: [String]?
+        /// The profile as applied, as its document in the profile format (delivery traces named by the path
+        /// they were read from), so that what is on the wire can be compared with it and put back; nil in a
+        /// file of an earlier version, which recorded the name alone.
+        public var document: JSONValue?
 
         /// A record of `profile` (read from `source`) applied now.
         public init(
-            profile: String, source: String?, appliedAt: String = SandboxState.timestamp(), links: [String]? = nil,
-            targets: [String]? = nil
+            profile: String, source: String?, appliedAt: String = SandboxState.timestamp(), targets: [String]? = nil,
+            document: JSONValue? = nil
         ) {
             self.profile = profile
             self.source = source
             self.appliedAt = appliedAt
-            self.links = links
             self.targets = targets
+            self.document = document
         }
     }
 
-    /// The format of this file.
-    public static let currentVersion = 2
+    /// The format of this file. Version 2 files (one profile for the links it names) are read too.
+    public static let currentVersion = 3
+    /// The versions this linkcond reads.
+    public static let readableVersions = 2...currentVersion
 
     public var version = SandboxState.currentVersion
     /// The sandbox's name; a state file whose name differs from its file name is not trusted.
@@ -55,8 +60,9 @@ public struct SandboxState: Codable, Sendable, Equatable {
     public var complete = false
     /// ISO 8601 time of creation.
     public var createdAt: String
-    /// The profile applied last, nil when the wire is clear.
-    public var conditions: AppliedConditions?
+    /// The conditions on each client link, by the link's name (`wifi`, `cellular`); a link without an entry
+    /// is clear.
+    public var conditions: [String: AppliedConditions] = [:]
 
     /// A fresh record for sandbox `name`.
     public init(name: String, cellular: Bool, wire: Bool = false, backend: String? = nil) {
@@ -154,8 +160,8 @@ public struct SandboxStore: Sendable, Equatable {
             return .unreadable(detail: data.allSatisfy({ [0x20, 0x0a, 0x0d, 0x09].contains($0) }) ? "is empty" : "is not a linkcond state file (\(error.reason))")
         }
         guard state.name == name else { return .unreadable(detail: "names sandbox '\(state.name)', not '\(name)'") }
-        guard state.version == SandboxState.currentVersion else {
-            return .unreadable(detail: "has version \(state.version); this linkcond writes version \(SandboxState.currentVersion)")
+        guard SandboxState.readableVersions.contains(state.version) else {
+            return .unreadable(detail: "has version \(state.version); this linkcond reads versions \(SandboxState.readableVersions.lowerBound) to \(SandboxState.currentVersion)")
         }
         return .state(state)
     }

@@ -78,13 +78,13 @@ public final class LinkLab: @unchecked Sendable {
     /// How to put back what the lab changed on a sandbox it did not make, by what was changed (each kind of
     /// change once, however often it was made).
     private var undo: [(key: String, action: () throws -> Void)] = []
-    private let initialConditions: SandboxState.AppliedConditions?
+    private let initialConditions: [String: SandboxState.AppliedConditions]
     private let queue = DispatchQueue(label: "linkcond.lab")
 
     private init(
         sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, monitor: PathMonitor,
         prober: ReachabilityProber, options: Options, ownsSandbox: Bool, server: ResponderServer?, conditions: any ConditioningBackend,
-        transaction: SandboxTransaction, initialConditions: SandboxState.AppliedConditions?
+        transaction: SandboxTransaction, initialConditions: [String: SandboxState.AppliedConditions]
     ) {
         self.conditions = conditions
         self.transaction = transaction
@@ -116,7 +116,7 @@ public final class LinkLab: @unchecked Sendable {
         do {
             let conditioning = SandboxConditioning(sandbox: sandbox)
             let conditions: any ConditioningBackend
-            var initialConditions: SandboxState.AppliedConditions?
+            var initialConditions: [String: SandboxState.AppliedConditions] = [:]
             if ownsSandbox {
                 conditions = try conditioning.prepare(
                     options.backend, cellular: options.cellular, server: .none, in: transaction, isCancelled: isCancelled).backend
@@ -282,16 +282,28 @@ public final class LinkLab: @unchecked Sendable {
         try recordConditions("clear", action: "clear\(scope)", links: links) { try conditions.clear(links: links, in: transaction).count }
     }
 
+    /// Puts back the conditions each link had when the lab opened (as the state recorded them): a link's
+    /// recorded profile, or nothing.
     private static func restore(
-        _ initial: SandboxState.AppliedConditions?, on backend: any ConditioningBackend, in transaction: SandboxTransaction,
+        _ initial: [String: SandboxState.AppliedConditions], on backend: any ConditioningBackend, in transaction: SandboxTransaction,
         catalogDirectory: String?
     ) throws {
-        guard let initial else {
-            _ = try backend.clear(links: nil, in: transaction)
-            return
+        let links = try transaction.upState().clientLinks
+        // Links that had the same record get it back in one apply (every link: the common case).
+        var groups: [(record: SandboxState.AppliedConditions?, links: Set<Sandbox.ClientLink>)] = []
+        for link in links {
+            let record = initial[link.rawValue]
+            if let index = groups.firstIndex(where: { $0.record == record }) { groups[index].links.insert(link) } else { groups.append((record, [link])) }
         }
-        let profile = try ProfileCatalog.find(initial.source ?? initial.profile, directory: catalogDirectory)
-        _ = try backend.apply(profile, links: initial.links.map { Set($0.compactMap(Sandbox.ClientLink.init(rawValue:))) }, in: transaction)
+        for (record, group) in groups {
+            let scope = group.count == links.count ? nil : group
+            guard let record else {
+                _ = try backend.clear(links: scope, in: transaction)
+                continue
+            }
+            let profile = try record.recordedProfile() ?? ProfileCatalog.find(record.source ?? record.profile, directory: catalogDirectory)
+            _ = try backend.apply(profile, links: scope, in: transaction)
+        }
     }
 
     /// Notes how to undo a kind of change, once (the first time it is made), for ``close()``.

@@ -2,8 +2,8 @@ import Foundation
 import Sandboxing
 import XCTest
 
-/// The state file's text (no privileges needed): written and read without Codable, in the format
-/// JSONEncoder wrote, so files of either kind read back the same.
+/// The state file's text (no privileges needed): written and read with JSONDocument, every link's
+/// conditions with the profile's document; files of the previous version still read.
 final class SandboxStateFileTests: XCTestCase {
     private func makeStore() throws -> SandboxStore {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lcstate-\(getpid())-\(UUID().uuidString)").path
@@ -20,7 +20,10 @@ final class SandboxStateFileTests: XCTestCase {
             RecordedProcess(role: .server, pid: 17, startTime: 3, executable: "/opt/link \"cond\"\\x", marker: "m\u{1}"),
         ]
         state.complete = true
-        state.conditions = SandboxState.AppliedConditions(profile: "edge", source: "/p/edge.json", appliedAt: "2026-12-01T13:52:09Z", links: ["wifi"], targets: ["198.18.9.0/24"])
+        state.conditions["wifi"] = SandboxState.AppliedConditions(
+            profile: "edge", source: "/p/edge.json", appliedAt: "2026-12-01T13:52:09Z", targets: ["198.18.9.0/24"],
+            document: .object([("name", .string("edge")), ("downlink", .object([("rate", .string("240kbit"))])), ("targets", .array([]))]))
+        state.conditions["cellular"] = SandboxState.AppliedConditions(profile: "3g", source: nil, appliedAt: "2026-12-01T13:52:10Z")
         return state
     }
 
@@ -32,19 +35,35 @@ final class SandboxStateFileTests: XCTestCase {
         }
     }
 
-    func testFilesOfJSONEncoderAndOfTheStoreReadTheSame() throws {
+    func testTheStoreWritesKeysSortedAndIndented() throws {
         let store = try makeStore()
-        let state = fullState("old")
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(state).write(to: URL(fileURLWithPath: store.path(for: "old")))
-        XCTAssertEqual(store.record("old"), .state(state), "a file JSONEncoder wrote")
-
-        try store.save(state)
-        let written = try Data(contentsOf: URL(fileURLWithPath: store.path(for: "old")))
-        XCTAssertEqual(try JSONDecoder().decode(SandboxState.self, from: written), state, "JSONDecoder reads what the store writes")
-        let text = String(decoding: written, as: UTF8.self)
+        try store.save(fullState("sorted"))
+        let text = try String(contentsOfFile: store.path(for: "sorted"), encoding: .utf8)
         XCTAssertTrue(text.hasPrefix("{\n  \"backend\""), "keys sorted, indented: \(text)")
+        XCTAssertTrue(text.contains("\"version\": 3"), text)
+    }
+
+    /// A file of version 2 (what the previous release wrote: one profile for the links it names, or for
+    /// all of them) reads as each of those links holding it, and is written back as version 3.
+    func testAFileOfTheEarlierVersionStillReads() throws {
+        let store = try makeStore()
+        let old = #"""
+            {"backend": "userspace", "cellular": true, "complete": true, "createdAt": "2026-12-01T13:52:09Z",
+             "conditions": {"appliedAt": "2026-12-01T13:53:00Z", "profile": "lte", "source": "/p/lte.json"},
+             "name": "old", "namespaces": ["lc-old-client"], "processes": [], "version": 2, "wire": true}
+            """#
+        try old.write(toFile: store.path(for: "old"), atomically: false, encoding: .utf8)
+        guard case let .state(state) = store.record("old") else { return XCTFail("\(store.record("old"))") }
+        let lte = SandboxState.AppliedConditions(profile: "lte", source: "/p/lte.json", appliedAt: "2026-12-01T13:53:00Z")
+        XCTAssertEqual(state.conditions, ["wifi": lte, "cellular": lte])
+        let oneLink = old.replacingOccurrences(of: #""profile": "lte","#, with: #""profile": "lte", "links": ["cellular"],"#)
+        try oneLink.write(toFile: store.path(for: "old"), atomically: false, encoding: .utf8)
+        guard case let .state(narrow) = store.record("old") else { return XCTFail("\(store.record("old"))") }
+        XCTAssertEqual(narrow.conditions, ["cellular": lte])
+        try store.save(narrow)
+        guard case let .state(again) = store.record("old") else { return XCTFail("\(store.record("old"))") }
+        XCTAssertEqual(again.conditions, narrow.conditions)
+        XCTAssertEqual(again.version, SandboxState.currentVersion)
     }
 
     func testAFileThatIsNotAStateSaysWhy() throws {
@@ -60,8 +79,10 @@ final class SandboxStateFileTests: XCTestCase {
             guard case let .unreadable(detail) = store.record("bad") else { return XCTFail("\(text.debugDescription) was read") }
             XCTAssertTrue(detail.hasPrefix(expected), "\(text.debugDescription): \(detail)")
         }
-        var fields = try XCTUnwrap(String(decoding: try JSONEncoder().encode(fullState("bad")), as: UTF8.self) as String?)
-        fields = fields.replacingOccurrences(of: "\"pid\":4242", with: "\"pid\":\"4242\"")
+        try store.save(fullState("bad"))
+        var fields = try String(contentsOfFile: store.path(for: "bad"), encoding: .utf8)
+        XCTAssertTrue(fields.contains("\"pid\": 4242"), fields)
+        fields = fields.replacingOccurrences(of: "\"pid\": 4242", with: "\"pid\": \"4242\"")
         try fields.write(toFile: store.path(for: "bad"), atomically: false, encoding: .utf8)
         XCTAssertEqual(store.record("bad"), .unreadable(detail: "is not a linkcond state file (bad 'processes.0.pid')"))
     }

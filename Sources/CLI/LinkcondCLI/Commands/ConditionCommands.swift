@@ -1,6 +1,7 @@
 import Profiles
 import Conditioning
 import Foundation
+import JSONDocument
 import LinkcondBase
 import RouteNetlink
 import Sandboxing
@@ -83,30 +84,42 @@ enum ConditionCommands {
         let look = sandbox.look()
         let backend = try SandboxConditioning(sandbox: sandbox).backend(in: look)
         let installed = try backend.installed(in: look)
-        let applied = look.state?.conditions
+        let state = try look.upState()
         if parsed.flag("json") {
-            struct Shown: Encodable {
-                let sandbox: String
-                let backend: BackendKind
-                let profile: SandboxState.AppliedConditions?
-                let sites: [InstalledSite]
+            let links: [(key: String, value: JSONValue)] = state.clientLinks.map { link in
+                guard let record = state.conditions[link.rawValue] else { return (link.rawValue, .null) }
+                var members: [(key: String, value: JSONValue)] = [("profile", .string(record.profile)), ("appliedAt", .string(record.appliedAt))]
+                if let source = record.source { members.append(("source", .string(source))) }
+                if let targets = record.targets { members.append(("targets", .array(targets.map(JSONValue.string)))) }
+                return (link.rawValue, .object(members))
             }
-            try Output.json(Shown(sandbox: topology.name, backend: backend.kind, profile: applied, sites: installed))
+            Output.json(.object([
+                ("sandbox", .string(topology.name)), ("backend", .string(backend.kind.rawValue)), ("links", .object(links)),
+                ("sites", .array(installed.map(\.json))),
+            ]))
             return 0
         }
-        let profileText = applied.map { "profile '\($0.profile)' applied \($0.appliedAt)\($0.links.map { " on " + $0.joined(separator: ", ") } ?? "")" } ?? "no profile applied"
-        Output.print("sandbox '\(topology.name)': \(profileText), conditions by \(backend.kind.rawValue)")
-        if let targets = applied?.targets { Output.print("  only for: " + targets.joined(separator: "; ") + " (other traffic passes untouched; DNS gets its delay)") }
+        Output.print("sandbox '\(topology.name)': conditions by \(backend.kind.rawValue)")
+        for link in state.clientLinks {
+            guard let record = state.conditions[link.rawValue] else {
+                Output.print("  \(link.rawValue): no profile applied")
+                continue
+            }
+            Output.print("  \(link.rawValue): profile '\(record.profile)' applied \(record.appliedAt)" + (record.source.map { " (\($0))" } ?? ""))
+            if let targets = record.targets { Output.print("    only for: " + targets.joined(separator: "; ") + " (other traffic passes untouched; DNS gets its delay)") }
+        }
         for site in installed {
             Output.print("  \(site.site.direction.rawValue) \(site.site.link) — \(site.site.interface) in \(site.site.namespace)")
-            for qdisc in site.qdiscs {
-                var line = "    \(qdisc.kind) \(qdisc.handle) parent \(qdisc.parent)"
-                if let conditions = qdisc.conditions {
-                    line += ": " + describe(conditions)
-                }
-                line += "  [sent \(qdisc.sentPackets) pkts / \(qdisc.sentBytes) B, dropped \(qdisc.dropped), overlimits \(qdisc.overlimits), backlog \(qdisc.backlogPackets) pkts / \(qdisc.backlogBytes) B]"
+            for stage in site.stages {
+                var line = "    \(stage.kind) \(stage.handle)" + (stage.parent == "-" ? "" : " parent \(stage.parent)")
+                if let text = stage.text { line += ": " + text }
+                line += "  [sent \(stage.sentPackets) pkts / \(stage.sentBytes) B, dropped \(stage.dropped), overlimits \(stage.overlimits), backlog \(stage.backlogPackets) pkts / \(stage.backlogBytes) B]"
                 Output.print(line)
-                if let engine = qdisc.engine {
+                if stage.agreesWithRecord == false {
+                    let recorded = state.conditions[site.site.link].map { "profile '\($0.profile)'" } ?? "no profile"
+                    Output.print("      differs from what the state records for \(site.site.link) (\(recorded)): changed outside linkcond, or an apply did not finish")
+                }
+                if let engine = stage.engine {
                     Output.print("      lost \(engine.lost), queue-dropped \(engine.queueDropped), duplicated \(engine.duplicated), corrupted \(engine.corrupted), reordered \(engine.reordered), ECN-marked \(engine.ecnMarked)"
                         + (engine.receiveOverruns > 0 ? ", receive overruns \(engine.receiveOverruns) (the engine fell behind)" : "")
                         + (engine.sendFailures > 0 ? ", send failures \(engine.sendFailures)" : ""))
@@ -114,11 +127,6 @@ enum ConditionCommands {
             }
         }
         return 0
-    }
-
-    /// The netem qdisc's conditions as tc's arguments: NetemDescription's one text.
-    static func describe(_ conditions: NetemDescription) -> String {
-        conditions.text
     }
 
     static func profiles(_ parsed: ParsedCommand) throws -> Int32 {

@@ -79,9 +79,7 @@ public struct EngineBackend: ConditioningBackend {
                 throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences)
             }
         }
-        recorded.conditions = SandboxState.AppliedConditions(
-            profile: profile.name, source: profile.source, links: links.map { $0.map(\.rawValue).sorted() },
-            targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
+        recorded.record(profile, on: links)
         try transaction.save(recorded)
         return ApplyReport(
             profile: profile.name, backend: .userspace, sites: applied.flatMap(sites), duration: MonotonicClock.seconds() - started,
@@ -121,41 +119,52 @@ public struct EngineBackend: ConditioningBackend {
             let differences = Self.differences(sent: nil, held: link)
             if !differences.isEmpty { throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences) }
         }
-        if links == nil || Set(after.links.filter { $0.profile != nil }.map(\.link)).isEmpty { recorded.conditions = nil }
+        recorded.recordClear(links)
         try transaction.save(recorded)
         return before.links.filter { $0.profile != nil && (wanted?.contains($0.link) ?? true) }.flatMap(sites)
     }
 
-    /// What every direction of every link holds, read back from the engine, with its counters.
+    /// What every direction of every link holds, read back from the engine (the profile its models hold),
+    /// with its counters; each stage says whether it agrees with the profile the state records for its link.
     public func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite] {
-        _ = try transaction.upState()
+        let state = try transaction.upState()
         let response = try send(EngineRequest(operation: .show))
         return response.links.flatMap { link in
-            zip(sites(link), [LinkDirection.uplink, .downlink]).map { site, direction in
+            let record = state.conditions[link.link.rawValue]
+            let agrees: Bool?
+            switch (record, link.profile) {
+            case (nil, nil): agrees = nil
+            case (nil, _?): agrees = false
+            case (let record?, let held):
+                let recorded = try? record.recordedProfile()
+                agrees = recorded.map { Self.differences(sent: $0, held: link).isEmpty } ?? (held?.name == record.profile)
+            }
+            return zip(sites(link), [LinkDirection.uplink, .downlink]).map { site, direction in
                 let held = link.state(direction)
                 let conditions = link.profile?.conditions(direction) ?? .unconditioned
                 let dnsDelay = direction == .uplink ? link.profile?.dnsDelay ?? 0 : 0
-                var main = Self.entry(handle: "main", conditions, extraDelay: 0, held.counters)
+                var main = Self.stage(handle: "main", conditions, extraDelay: 0, held.counters, agrees: agrees)
                 main.engine?.receiveOverruns = held.receiveOverruns
                 main.engine?.sendFailures = held.sendFailures
-                var entries = [main]
+                var stages = [main]
                 if dnsDelay > 0 {
-                    var dns = Self.entry(handle: "dns", conditions, extraDelay: dnsDelay, DirectionCounters())
+                    var dns = Self.stage(handle: "dns", conditions, extraDelay: dnsDelay, DirectionCounters(), agrees: agrees)
                     dns.sentPackets = held.counters.dnsFrames
-                    entries.append(dns)
+                    stages.append(dns)
                 }
-                return InstalledSite(site: site, qdiscs: entries)
+                return InstalledSite(site: site, stages: stages)
             }
         }
     }
 
-    private static func entry(handle: String, _ conditions: LinkConditions, extraDelay: UInt64, _ counters: DirectionCounters) -> InstalledSite.Entry {
-        // The conditions in netem's words, so `show` reads the same with either backend (no distribution
-        // table is loaded: it is not shown).
-        let parameters = try? NetemMapping.parameters(for: conditions, extraDelay: extraDelay, distributions: { _ in [] })
-        return InstalledSite.Entry(
-            kind: "engine", handle: handle, parent: "-", conditions: parameters.map(NetemDescription.init),
-            sentPackets: counters.passedFrames, sentBytes: counters.passedBytes,
+    private static func stage(
+        handle: String, _ conditions: LinkConditions, extraDelay: UInt64, _ counters: DirectionCounters, agrees: Bool?
+    ) -> InstalledSite.Stage {
+        var held = conditions
+        held.delay += extraDelay
+        return InstalledSite.Stage(
+            kind: "engine", handle: handle, parent: "-", conditions: held, limit: conditions.effectiveQueueLimit(extraDelay: extraDelay),
+            agreesWithRecord: agrees, sentPackets: counters.passedFrames, sentBytes: counters.passedBytes,
             dropped: counters.lostFrames + counters.queueDroppedFrames + counters.heldLimitDroppedFrames, overlimits: 0,
             backlogBytes: counters.backlogBytes, backlogPackets: counters.backlogFrames,
             engine: InstalledSite.EngineCounters(

@@ -172,9 +172,7 @@ public struct NetemBackend: ConditioningBackend {
             try NetemInstaller(client: client, sites: group, plan: plan, clock: clock, memory: memory).install()
         }
         let duration = MonotonicClock.seconds() - started
-        recorded.conditions = SandboxState.AppliedConditions(
-            profile: profile.name, source: profile.source, appliedAt: SandboxState.timestamp(), links: links.map { $0.map(\.rawValue).sorted() },
-            targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
+        recorded.record(profile, on: links)
         try transaction.save(recorded)
         return ApplyReport(
             profile: profile.name, backend: .netem, sites: sites, duration: duration, requests: sent.requests, roundTrips: sent.datagrams)
@@ -198,36 +196,71 @@ public struct NetemBackend: ConditioningBackend {
                 cleared.append(site)
             }
         }
-        if links == nil { recorded.conditions = nil }
+        recorded.recordClear(links)
         try transaction.save(recorded)
         return cleared
     }
 
-    /// Every site's qdisc tree, decoded into profile terms, with the kernel's counters.
-    /// Equivalent to `tc -s qdisc show dev IF` on each site (one dump per namespace).
+    /// Every site's qdisc tree, decoded into profile terms, with the kernel's counters. Equivalent to
+    /// `tc -s qdisc show dev IF` on each site (one dump per namespace). A netem stage that holds exactly what
+    /// the profile the state records for its link maps to is shown in that profile's terms (its distribution,
+    /// which the kernel does not report, and its loss as written) and marked as agreeing; one that holds
+    /// anything else is shown as the kernel reports it and marked as not agreeing.
     public func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite] {
+        let state = try transaction.upState()
         var result: [InstalledSite] = []
         for (client, group) in try clients(for: try sites(in: transaction)) {
             let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
             for site in group {
                 let index = try Self.wrap { () throws(RouteNetlinkError) in try client.index(of: site.interface) }
-                var entries: [InstalledSite.Entry] = []
+                let record = state.conditions[site.link]
+                let recorded = try? record?.recordedProfile()
+                var stages: [InstalledSite.Stage] = []
                 for qdisc in qdiscs where qdisc.interfaceIndex == index {
-                    var description: NetemDescription?
+                    var conditions: LinkConditions?
+                    var limit: UInt32?
+                    var agrees: Bool?
                     if qdisc.kind == "netem" {
-                        let parameters = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
-                        description = NetemDescription(parameters)
+                        let read = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
+                        conditions = NetemMapping.conditions(from: read)
+                        limit = read.limit
+                        if let expected = recorded.flatMap({ Self.expectedConditions(of: $0, site: site, parent: qdisc.parent) }) {
+                            let sent = try? NetemMapping.parameters(for: expected.conditions, extraDelay: expected.extraDelay, distributions: { _ in [] })
+                            agrees = sent.map { NetemDescription.differences(sent: $0, read: read, clock: clock).isEmpty } ?? false
+                            if agrees == true {
+                                var shown = expected.conditions
+                                shown.delay += expected.extraDelay
+                                conditions = shown
+                            }
+                        } else if record != nil {
+                            agrees = recorded == nil ? nil : false
+                        }
                     }
-                    entries.append(InstalledSite.Entry(
-                        kind: qdisc.kind, handle: qdisc.handle.description, parent: qdisc.parent.description, conditions: description,
-                        sentPackets: UInt64(qdisc.statistics.packets), sentBytes: qdisc.statistics.bytes,
+                    stages.append(InstalledSite.Stage(
+                        kind: qdisc.kind, handle: qdisc.handle.description, parent: qdisc.parent.description, conditions: conditions,
+                        limit: limit, agreesWithRecord: agrees, sentPackets: UInt64(qdisc.statistics.packets), sentBytes: qdisc.statistics.bytes,
                         dropped: UInt64(qdisc.statistics.drops), overlimits: UInt64(qdisc.statistics.overlimits),
                         backlogBytes: UInt64(qdisc.statistics.backlogBytes), backlogPackets: UInt64(qdisc.statistics.queueLength)))
                 }
-                result.append(InstalledSite(site: site, qdiscs: entries))
+                result.append(InstalledSite(site: site, stages: stages))
             }
         }
         return result
+    }
+
+    /// What the netem under `parent` on `site` holds when `profile` is applied: the downlink's conditions at
+    /// the root (or under 3:1), the uplink's under 1:1, with the DNS delay under 1:2, the DNS delay alone
+    /// under 1:3; nil for a place the profile puts no netem.
+    static func expectedConditions(
+        of profile: Profile, site: ConditionSite, parent: TrafficControlHandle
+    ) -> (conditions: LinkConditions, extraDelay: UInt64)? {
+        switch (site.direction, parent) {
+        case (.downlink, .root), (.downlink, NetemShape.downlinkMain): return (profile.downlink, 0)
+        case (.uplink, NetemShape.uplinkMain): return (profile.uplink, 0)
+        case (.uplink, NetemShape.uplinkDNS): return (profile.uplink, profile.dnsDelay)
+        case (.uplink, NetemShape.uplinkDNSOnly): return (.unconditioned, profile.dnsDelay)
+        default: return nil
+        }
     }
 }
 
