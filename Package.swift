@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl", "LinkcondBase"]),
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
-        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument"]),
+        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
         .target(
             name: "Engine",
             dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "JSONDocument", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),

@@ -50,8 +50,8 @@ public final class EngineService: @unchecked Sendable {
         let plan: LinkPlan
         let runtime: EngineRuntime<DirectionEmulator>
         let relay: CarrierRelay
-        /// The name of the profile in force; nil when clear.
-        let profile = Mutex<String?>(nil)
+        /// The name of the profile in force (nil when clear) and the generation of the change that put it.
+        let held = Mutex<(profile: String?, generation: UInt64)>((nil, 0))
 
         init(plan: LinkPlan, runtime: EngineRuntime<DirectionEmulator>, relay: CarrierRelay) {
             self.plan = plan
@@ -62,6 +62,9 @@ public final class EngineService: @unchecked Sendable {
 
     private let configuration: Configuration
     private var links: [Forwarding] = []
+    /// One change at a time: requests are served concurrently, and reads (`show`) go on beside a change,
+    /// but two changes never interleave their swaps.
+    private let changes = Mutex<Void>(())
 
     private init(configuration: Configuration) {
         self.configuration = configuration
@@ -81,19 +84,15 @@ public final class EngineService: @unchecked Sendable {
         let service = EngineService(configuration: configuration)
         try service.start(log: log)
         defer { service.stop() }
-        let listener = try EngineControlSocket.listen(at: configuration.socketPath)
-        defer {
-            close(listener)
-            unlink(configuration.socketPath)
-        }
-        let acceptor = Thread { service.serve(listener) }
-        acceptor.name = "linkcond.engine.control"
-        acceptor.start()
+        let server = try EngineControlServer(
+            path: configuration.socketPath, handle: { request in service.handle(request) },
+            busy: { EngineResponse(error: "the engine is serving as many connections as it takes at once; try again", links: [], pid: getpid()) })
+        defer { server.stop() }
+        server.start()
         log("engine ready: \(service.links.map { "\($0.plan.link.rawValue) (\($0.plan.wire.clientSide) ↔ \($0.plan.wire.routerSide))" }.joined(separator: ", ")); control socket \(configuration.socketPath)")
         var received: Int32 = 0
         while sigwait(&signals, &received) != 0 {}
         log("engine stopping on signal \(received)")
-        shutdown(listener, Int32(SHUT_RDWR))
         return 0
     }
 
@@ -141,19 +140,6 @@ public final class EngineService: @unchecked Sendable {
         }
     }
 
-    private func serve(_ listener: Int32) {
-        while true {
-            let connection = accept(listener, nil, nil)
-            if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
-            if connection < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                return  // the listener was shut down
-            }
-            EngineControlSocket.serve(connection: connection, path: configuration.socketPath) { request in handle(request) }
-            close(connection)
-        }
-    }
-
     /// What a direction's model holds, read on its own thread.
     private struct ModelReading: Sendable {
         var conditions: LinkConditions
@@ -167,42 +153,80 @@ public final class EngineService: @unchecked Sendable {
         }
     }
 
-    /// Carries out one request (on the control thread; the model changes on each direction's own thread).
-    /// An apply replaces each direction's model and reads it back in the same visit to that direction's
-    /// thread, so an apply costs two visits per direction (the model, the I/O statistics), not three: each
-    /// visit wakes a sleeping thread, and on a loaded machine each wake-up waits for a CPU. A request that
-    /// cannot be read (the profile reader's refusal) changes nothing and is answered with why.
+    /// Carries out one request (on its connection's thread; the models change on each direction's own
+    /// thread). An apply replaces each direction's model and reads it back in the same visit to that
+    /// direction's thread, so an apply costs two visits per direction (the model, the I/O statistics), not
+    /// three: each visit wakes a sleeping thread, and on a loaded machine each wake-up waits for a CPU.
+    ///
+    /// A change is put in force only while its deadline has not passed, checked on each direction's thread
+    /// right before the swap; a change that misses it changes nothing (a direction already swapped is put
+    /// back) and is answered with why. A request that cannot be read (the profile reader's refusal) changes
+    /// nothing and is answered with why.
     func handle(_ received: Result<EngineRequest, DocumentError>) -> EngineResponse {
         let request: EngineRequest
         switch received {
         case .success(let value): request = value
         case .failure(let error): return EngineResponse(error: "the request was refused: \(error)", links: state(), pid: getpid())
         }
-        guard request.operation != .show else { return EngineResponse(links: state(), pid: getpid()) }
+        // A read waits for a change under way (bounded by its deadline), so it never sees half of one.
+        guard request.operation != .show else { return changes.withLock { _ in EngineResponse(links: state(), pid: getpid()) } }
         let wanted = request.links.map(Set.init) ?? Set(links.map(\.plan.link))
         let missing = wanted.subtracting(links.map(\.plan.link))
         if !missing.isEmpty {
             return EngineResponse(
                 error: "this sandbox has no \(missing.map(\.rawValue).sorted().joined(separator: ", ")) link", links: state(), pid: getpid())
         }
-        let profile = request.profile ?? Profile(name: "none")
-        var error: String?
-        var readings: [Int: [LinkDirection: ModelReading]] = [:]
-        do {
-            for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) {
-                for direction in LinkDirection.allCases {
-                    let conditions = profile.conditions(direction)
-                    readings[index, default: [:]][direction] = try forwarding.runtime.perform(on: Direction(direction)) { emulator in
-                        emulator.replace(conditions: conditions, options: DirectionOptions(profile: profile, direction: direction, seed: emulator.options.seed))
-                        return ModelReading(emulator)
-                    }
-                }
-                forwarding.profile.withLock { $0 = request.operation == .apply ? profile.name : nil }
-            }
-        } catch let failure {
-            error = "\(failure)"
+        return changes.withLock { _ in
+            var readings: [Int: [LinkDirection: ModelReading]] = [:]
+            let error = change(request, on: wanted, readings: &readings)
+            return EngineResponse(error: error, links: state(readings), pid: getpid())
         }
-        return EngineResponse(error: error, links: state(readings), pid: getpid())
+    }
+
+    /// Puts an apply or a clear in force on `wanted`, all of it or (past the deadline) none of it; returns
+    /// why not, or nil.
+    private func change(_ request: EngineRequest, on wanted: Set<EngineLink>, readings: inout [Int: [LinkDirection: ModelReading]]) -> String? {
+        let profile = request.profile ?? Profile(name: "none")
+        let deadline = request.deadline ?? .max
+        // What each swapped direction held before, to put back if a later one comes too late.
+        var swapped: [(forwarding: Forwarding, direction: LinkDirection, before: ModelReading)] = []
+        for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) {
+            for direction in LinkDirection.allCases {
+                let conditions = profile.conditions(direction)
+                let outcome: (before: ModelReading, after: ModelReading)?
+                do {
+                    outcome = try forwarding.runtime.perform(on: Direction(direction)) { emulator -> (before: ModelReading, after: ModelReading)? in
+                        guard MonotonicClock.nanoseconds() <= deadline else { return nil }
+                        let before = ModelReading(emulator)
+                        emulator.replace(conditions: conditions, options: DirectionOptions(profile: profile, direction: direction, seed: emulator.options.seed))
+                        return (before, ModelReading(emulator))
+                    }
+                } catch {
+                    rollBack(swapped)
+                    return "\(error)"
+                }
+                guard let outcome else {
+                    rollBack(swapped)
+                    return "the change came too late: its deadline passed before the \(forwarding.plan.link.rawValue) \(direction.rawValue) could take it "
+                        + "(the engine was held up); nothing changed"
+                }
+                swapped.append((forwarding, direction, outcome.before))
+                readings[index, default: [:]][direction] = outcome.after
+            }
+        }
+        for forwarding in links where wanted.contains(forwarding.plan.link) {
+            forwarding.held.withLock { $0 = (request.operation == .apply ? profile.name : nil, request.generation ?? $0.generation) }
+        }
+        return nil
+    }
+
+    /// Puts back what each direction held before a change that could not be completed, last first.
+    private func rollBack(_ swapped: [(forwarding: Forwarding, direction: LinkDirection, before: ModelReading)]) {
+        for (forwarding, direction, before) in swapped.reversed() {
+            _ = try? forwarding.runtime.perform(on: Direction(direction)) { emulator in
+                emulator.replace(conditions: before.conditions, options: before.options)
+            }
+        }
     }
 
     /// Every link's state; `readings` are models already read on this request (by link index), not read again.
@@ -222,10 +246,11 @@ public final class EngineService: @unchecked Sendable {
             }
             let uplink = direction(.uplink)
             let downlink = direction(.downlink)
+            let held = forwarding.held.withLock { $0 }
             return EngineLinkState(
                 link: forwarding.plan.link, clientSide: forwarding.plan.wire.clientSide, routerSide: forwarding.plan.wire.routerSide,
-                profile: forwarding.profile.withLock { $0 }.map { Self.heldProfile(named: $0, uplink: models[.uplink], downlink: models[.downlink]) },
-                uplink: uplink, downlink: downlink)
+                profile: held.profile.map { Self.heldProfile(named: $0, uplink: models[.uplink], downlink: models[.downlink]) },
+                generation: held.generation, uplink: uplink, downlink: downlink)
         }
     }
 

@@ -29,6 +29,8 @@ public enum EngineMessageCodec {
     public static func text(of request: EngineRequest) -> String {
         var members: [(key: String, value: JSONValue)] = [("operation", .string(request.operation.rawValue))]
         if let links = request.links { members.append(("links", .array(links.map { .string($0.rawValue) }))) }
+        if let generation = request.generation { members.append(("generation", number(generation))) }
+        if let deadline = request.deadline { members.append(("deadline", number(deadline))) }
         if let profile = request.profile { members.append(("profile", ProfileParser.json(of: profile, tracesByPath: true))) }
         return JSONWriter.text(of: .object(members), indent: nil)
     }
@@ -46,6 +48,7 @@ public enum EngineMessageCodec {
             ("link", .string(link.link.rawValue)), ("clientSide", .string(link.clientSide)), ("routerSide", .string(link.routerSide)),
         ]
         if let profile = link.profile { members.append(("profile", ProfileParser.json(of: profile, tracesByPath: true))) }
+        members.append(("generation", number(link.generation)))
         members.append(("uplink", json(link.uplink)))
         members.append(("downlink", json(link.downlink)))
         return .object(members)
@@ -91,11 +94,18 @@ public enum EngineMessageCodec {
     /// The profile is read and checked as a profile file is; a refusal says where, in the profile's words.
     public static func request(_ bytes: [UInt8], source: String = "the request") throws(DocumentError) -> EngineRequest {
         let document = try parse(bytes, source: source)
-        let fields = try document.root.fields(["operation", "links", "profile"], expected: requestExpectation)
+        let fields = try document.root.fields(["operation", "links", "generation", "deadline", "profile"], expected: requestExpectation)
         let operation = try fields.require("operation", expected: "\"operation\": \"apply\", \"clear\" or \"show\"")
             .choice(EngineRequest.Operation.self, noun: "an operation")
         var request = EngineRequest(operation: operation)
         request.links = try fields["links"].map(links)
+        for (key, field) in [("generation", \EngineRequest.generation), ("deadline", \EngineRequest.deadline)] {
+            guard let element = fields[key] else { continue }
+            guard operation != .show else {
+                throw element.error("a \(key) beside \"show\"", expected: "a \(key) only with \"apply\" or \"clear\"", kind: .conflict)
+            }
+            request[keyPath: field] = try element.integer(UInt64.self, expected: "a whole number from 0")
+        }
         if let profile = fields["profile"] {
             guard operation == .apply else {
                 throw profile.error("a profile beside \"\(operation.rawValue)\"", expected: "a profile only with \"apply\"", kind: .conflict)
@@ -123,7 +133,8 @@ public enum EngineMessageCodec {
     }
 
     static let requestExpectation =
-        "a request: {\"operation\": \"apply\", \"links\": [\"wifi\"], \"profile\": {…}} (\"links\" optional, \"profile\" with apply only)"
+        "a request: {\"operation\": \"apply\", \"links\": [\"wifi\"], \"generation\": 7, \"deadline\": 123456789, \"profile\": {…}} "
+        + "(\"links\", \"generation\" and \"deadline\" optional, \"profile\" with apply only)"
 
     static func parse(_ bytes: [UInt8], source: String) throws(DocumentError) -> ParsedJSON {
         guard bytes.count <= maximumMessage else {
@@ -144,7 +155,7 @@ public enum EngineMessageCodec {
         _ element: JSONElement, in document: ParsedJSON, source: String, knownTraces: [String: DeliveryTrace]
     ) throws(DocumentError) -> EngineLinkState {
         let fields = try element.fields(
-            ["link", "clientSide", "routerSide", "profile", "uplink", "downlink"], expected: "a link's state")
+            ["link", "clientSide", "routerSide", "profile", "generation", "uplink", "downlink"], expected: "a link's state")
         return EngineLinkState(
             link: try fields.require("link", expected: "which link").choice(EngineLink.self, noun: "a link of the engine"),
             clientSide: try fields.require("clientSide", expected: "the wire end facing the client").string(expected: "an interface name"),
@@ -152,6 +163,7 @@ public enum EngineMessageCodec {
             profile: try fields["profile"].map { (profile: JSONElement) throws(DocumentError) in
                 try ProfileParser.read(profile, in: document, source: source, knownTraces: knownTraces)
             },
+            generation: try fields.require("generation", expected: "the generation of the link's last change").integer(UInt64.self, expected: "a whole number"),
             uplink: try direction(fields.require("uplink", expected: "the uplink's state")),
             downlink: try direction(fields.require("downlink", expected: "the downlink's state")))
     }

@@ -32,12 +32,22 @@ public struct EngineRequest: Sendable, Equatable {
     public var profile: Profile?
     /// The links to act on; nil for every link the engine forwards.
     public var links: [EngineLink]?
+    /// The number the client gives this change (apply, clear): the links it acts on report it from then on
+    /// (``EngineLinkState/generation``), so a client that lost the answer can tell whether it took effect.
+    public var generation: UInt64?
+    /// The latest moment (`CLOCK_MONOTONIC`, nanoseconds) the change may be put in force: the engine checks
+    /// it on each direction's own thread, right before the swap, and a change that comes too late changes
+    /// nothing (a direction swapped already is put back). ``EngineControlSocket/send(_:to:timeout:knownTraces:)``
+    /// sets it just before the moment it gives up waiting.
+    public var deadline: UInt64?
 
     /// A request.
-    public init(operation: Operation, profile: Profile? = nil, links: [EngineLink]? = nil) {
+    public init(operation: Operation, profile: Profile? = nil, links: [EngineLink]? = nil, generation: UInt64? = nil, deadline: UInt64? = nil) {
         self.operation = operation
         self.profile = profile
         self.links = links
+        self.generation = generation
+        self.deadline = deadline
     }
 }
 
@@ -92,6 +102,9 @@ public struct EngineLinkState: Sendable, Equatable {
     /// the DNS delay and the targets the models hold, under the name of the profile they came from —;
     /// nil when the link is clear.
     public var profile: Profile?
+    /// The generation of the last change put in force on the link (``EngineRequest/generation``); 0 when
+    /// none has been since the engine started.
+    public var generation: UInt64
     /// Frames from the device.
     public var uplink: EngineDirectionState
     /// Frames towards the device.
@@ -99,13 +112,14 @@ public struct EngineLinkState: Sendable, Equatable {
 
     /// A link's state.
     public init(
-        link: EngineLink, clientSide: String, routerSide: String, profile: Profile?, uplink: EngineDirectionState,
+        link: EngineLink, clientSide: String, routerSide: String, profile: Profile?, generation: UInt64 = 0, uplink: EngineDirectionState,
         downlink: EngineDirectionState
     ) {
         self.link = link
         self.clientSide = clientSide
         self.routerSide = routerSide
         self.profile = profile
+        self.generation = generation
         self.uplink = uplink
         self.downlink = downlink
     }

@@ -68,6 +68,11 @@ public protocol ConditioningBackend: Sendable {
 
     /// What every site holds now, in profile terms, with counters.
     func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite]
+
+    /// Whether each link of `pending` (a change the state journalled and never confirmed) holds it now:
+    /// true when the link holds what the change puts on it, false when it still holds what the state
+    /// recorded before the change, nil when neither (part of the change, or something else).
+    func outcome(of pending: SandboxState.PendingChange, in transaction: SandboxTransaction) throws(SandboxError) -> [String: Bool?]
 }
 
 extension ConditioningBackend {

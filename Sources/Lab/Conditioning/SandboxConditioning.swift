@@ -83,6 +83,19 @@ public struct SandboxConditioning: Sendable {
         _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, in transaction: SandboxTransaction,
         isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
     ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
+        if case let .state(state) = transaction.record, state.complete, sandbox.structuralProblems(state).isEmpty,
+            !sandbox.processProblems(state).isEmpty, Self.kind(of: state).rawValue == choice.rawValue || choice == .auto,
+            !cellular || state.cellular
+        {
+            // Whole but for a process: restart that one, never the namespaces (the user's processes live in them).
+            if let stopped = state.processes.first(where: \.isStopped) {
+                throw .process(
+                    role: stopped.role.rawValue,
+                    detail: "pid \(stopped.pid) is stopped (SIGSTOP or a debugger): 'kill -CONT \(stopped.pid)' resumes it, 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' removes the sandbox")
+            }
+            try repair(state, server: server, in: transaction, progress: progress)
+            return (try backend(Self.kind(of: state)), .repaired)
+        }
         if case let .state(state) = transaction.record, sandbox.isHealthy(state) {
             let kind = Self.kind(of: state)
             if cellular && !state.cellular {
@@ -105,6 +118,34 @@ public struct SandboxConditioning: Sendable {
             Sandbox.Configuration(cellular: cellular, wire: kind == .userspace, backend: kind.rawValue, server: server, engine: engine),
             in: transaction, isCancelled: isCancelled, progress: progress)
         return (try backend(kind), outcome)
+    }
+}
+
+extension SandboxConditioning {
+    /// Starts again the processes of a whole sandbox that died (the engine, the server), and puts back on
+    /// a restarted engine the conditions the state records for each link.
+    func repair(
+        _ state: SandboxState, server: Sandbox.ServerLaunch, in transaction: SandboxTransaction, progress: (String) -> Void
+    ) throws(SandboxError) {
+        for process in state.processes where !process.isRunning {
+            let launch: Sandbox.ProcessLaunch
+            switch process.role {
+            case .engine:
+                guard let engineLaunch else {
+                    throw .unsupported(detail: "the engine of sandbox '\(sandbox.topology.name)' died and the linkcond executable that runs it is not found: set LINKCOND_EXECUTABLE")
+                }
+                launch = engineLaunch
+            case .server:
+                guard case let .process(executable, arguments) = server else { continue }
+                launch = Sandbox.ProcessLaunch(executable: executable, arguments: arguments)
+            }
+            progress("the \(process.role.rawValue) (pid \(process.pid)) of sandbox '\(sandbox.topology.name)' is not running: starting it again")
+            try sandbox.restart(process.role, launch, in: transaction, progress: progress)
+            if process.role == .engine {
+                let engine = EngineBackend(sandbox: sandbox)
+                try engine.restore(try transaction.upState().conditions, in: transaction)
+            }
+        }
     }
 }
 

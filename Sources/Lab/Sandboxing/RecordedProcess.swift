@@ -61,6 +61,13 @@ public struct RecordedProcess: Codable, Sendable, Equatable {
             && ProcessInspector.environment(pid, contains: "\(Self.markerVariable)=\(marker)")
     }
 
+    /// True when the recorded process runs but is stopped (`SIGSTOP`, a terminal's job control, a
+    /// debugger): it exists, and does nothing.
+    public var isStopped: Bool {
+        guard isRunning, let stat = ProcessInspector.stat(pid) else { return false }
+        return stat.state == "T" || stat.state == "t"
+    }
+
     /// True when the recorded process is a child of this process that `waitpid` has not collected yet:
     /// running, or ended (a zombie) and waiting to be reaped.
     public var isUnreapedChild: Bool {
@@ -102,6 +109,8 @@ public struct RecordedProcess: Codable, Sendable, Equatable {
         }
         let leadsGroup = ProcessInspector.stat(pid)?.group == pid
         kill(leadsGroup ? -pid : pid, SIGTERM)
+        // A stopped process takes SIGTERM only once it runs again: let it, so it ends at once.
+        if isStopped { kill(leadsGroup ? -pid : pid, SIGCONT) }
         var waited = 0.0
         while isRunning && waited < grace {
             var status: Int32 = 0

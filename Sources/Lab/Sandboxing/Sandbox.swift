@@ -85,6 +85,9 @@ public struct Sandbox: Sendable {
         case alreadyUp
         /// A half-made, broken or different sandbox was found, removed and built again.
         case rebuilt
+        /// The sandbox was whole but a process of it had died: only that process was started again (and the
+        /// conditions it held were put back); nothing else changed.
+        case repaired
     }
 
     func fail<T>(_ body: () throws -> T) throws(SandboxError) -> T {
@@ -263,5 +266,31 @@ public struct Sandbox: Sendable {
         let client = try clientNamespace()
         let process = try fail { try client.spawn(program, arguments: arguments) }
         return try fail { try process.wait() }
+    }
+}
+
+extension Sandbox {
+    /// Starts again a process of the sandbox that is no longer running (the engine or the server), in its
+    /// namespace, as `up` started it, within `transaction` (which holds the lock), without touching anything
+    /// else of the sandbox; the record of the dead process is replaced. Refuses a process that still runs,
+    /// stopped or not.
+    public func restart(
+        _ role: RecordedProcess.Role, _ launch: ProcessLaunch, in transaction: SandboxTransaction, progress: (String) -> Void = { _ in }
+    ) throws(SandboxError) {
+        var state = try transaction.upState()
+        if let recorded = state.processes.first(where: { $0.role == role }), recorded.isRunning {
+            throw .process(role: role.rawValue, detail: "pid \(recorded.pid) still runs\(recorded.isStopped ? " (stopped)" : ""); it is not restarted")
+        }
+        state.processes.removeAll { $0.role == role }
+        try transaction.save(state)
+        let namespace = try self.namespace(role == .engine ? .wire : .server)
+        try withoutActuallyEscaping(progress) { (progress) throws(SandboxError) in
+            let builder = SandboxBuilder(sandbox: self, isCancelled: { false }, progress: progress)
+            switch role {
+            case .engine: try builder.startEngine(launch, in: namespace, state: &state)
+            case .server: try builder.startServer(launch, in: namespace, state: &state)
+            }
+        }
+        try transaction.save(state)
     }
 }

@@ -146,15 +146,27 @@ struct SandboxBuilder {
         }
 
         if configuration.wire, let engine = configuration.engine {
-            try check()
-            progress("starting the engine in \(topology.wireNamespace)")
-            try start(.engine, engine, in: namespaces[.wire]!, state: &state)
-            try waitForFile(store.engineSocketPath(for: topology.name), of: state.engine!, timeout: Self.readyTimeout)
+            try startEngine(engine, in: namespaces[.wire]!, state: &state)
         }
         guard case let .process(executable, arguments) = configuration.server else { return }
+        try startServer(Sandbox.ProcessLaunch(executable: executable, arguments: arguments), in: server, state: &state)
+    }
+
+    /// Starts the engine in the wire namespace and waits until it listens on its control socket.
+    func startEngine(_ engine: Sandbox.ProcessLaunch, in wire: NamedNamespace, state: inout SandboxState) throws(SandboxError) {
+        try check()
+        progress("starting the engine in \(wire.name)")
+        // A socket file an engine that died left would read as "ready" before the new one listens.
+        unlink(store.engineSocketPath(for: topology.name))
+        try start(.engine, engine, in: wire, state: &state)
+        try waitForFile(store.engineSocketPath(for: topology.name), of: state.engine!, timeout: Self.readyTimeout)
+    }
+
+    /// Starts the server in the server namespace and waits until it answers from the client.
+    func startServer(_ launch: Sandbox.ProcessLaunch, in server: NamedNamespace, state: inout SandboxState) throws(SandboxError) {
         try check()
         progress("starting the server in \(server.name)")
-        try start(.server, Sandbox.ProcessLaunch(executable: executable, arguments: arguments), in: server, state: &state)
+        try start(.server, launch, in: server, state: &state)
         let recorded = state.server!
         try sandbox.waitForServer(timeout: Self.readyTimeout, isCancelled: isCancelled) { () throws(SandboxError) in
             guard recorded.isRunning else {

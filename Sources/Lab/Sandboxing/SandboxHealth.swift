@@ -10,6 +10,12 @@ extension Sandbox {
     /// kernel flushed, a dead server or engine all show. (A link that is only down, as a scenario step leaves
     /// it, is not missing; the addresses and routes the kernel flushed with it are.)
     public func problems(_ state: SandboxState) -> [String] {
+        structuralProblems(state) + processProblems(state)
+    }
+
+    /// What is missing of the namespaces, links, addresses and default routes `up` made (and whether `up`
+    /// finished), leaving the processes out.
+    public func structuralProblems(_ state: SandboxState) -> [String] {
         var problems: [String] = []
         if !state.complete { problems.append("'up' did not finish") }
         let expected = SandboxHealthPlan(cellular: state.cellular, wire: state.wire)
@@ -53,8 +59,18 @@ extension Sandbox {
                 }
             }
         }
-        for process in state.processes where !process.isRunning {
-            problems.append("the \(process.role.rawValue) (pid \(process.pid)) is not running; its log: \(store.log(for: topology.name, role: process.role))")
+        return problems
+    }
+
+    /// What is wrong with the processes `up` started: not running, or stopped.
+    public func processProblems(_ state: SandboxState) -> [String] {
+        var problems: [String] = []
+        for process in state.processes {
+            if !process.isRunning {
+                problems.append("the \(process.role.rawValue) (pid \(process.pid)) is not running; its log: \(store.log(for: topology.name, role: process.role))")
+            } else if process.isStopped {
+                problems.append("the \(process.role.rawValue) (pid \(process.pid)) is stopped (SIGSTOP or a debugger): it does nothing until 'kill -CONT \(process.pid)'")
+            }
         }
         return problems
     }

@@ -38,6 +38,32 @@ public struct SandboxState: Sendable, Equatable {
         }
     }
 
+    /// A change of conditions that was sent and not confirmed: written before the request goes out and
+    /// removed once the answer confirms it (the change then becomes the links' ``AppliedConditions``). One
+    /// left behind means a command died, or got no answer, half-way: what the links hold is then found out
+    /// by asking the backend, not assumed (``SandboxState/conditions`` may or may not still be true).
+    public struct PendingChange: Sendable, Equatable {
+        /// `apply` or `clear`.
+        public var operation: String
+        /// The links it acts on.
+        public var links: [String]
+        /// Its number (``SandboxState/generation`` when it was made).
+        public var generation: UInt64
+        /// What an apply puts on the links; nil for a clear.
+        public var conditions: AppliedConditions?
+        /// ISO 8601 time it was sent.
+        public var startedAt: String
+
+        /// A change of `operation` on `links`.
+        public init(operation: String, links: [String], generation: UInt64, conditions: AppliedConditions?, startedAt: String = SandboxState.timestamp()) {
+            self.operation = operation
+            self.links = links
+            self.generation = generation
+            self.conditions = conditions
+            self.startedAt = startedAt
+        }
+    }
+
     /// The format of this file. Version 2 files (one profile for the links it names) are read too.
     public static let currentVersion = 3
     /// The versions this linkcond reads.
@@ -63,6 +89,10 @@ public struct SandboxState: Sendable, Equatable {
     /// The conditions on each client link, by the link's name (`wifi`, `cellular`); a link without an entry
     /// is clear.
     public var conditions: [String: AppliedConditions] = [:]
+    /// The number of the last change of conditions made (each apply or clear takes the next).
+    public var generation: UInt64 = 0
+    /// A change sent and not confirmed yet (see ``PendingChange``); nil normally.
+    public var pending: PendingChange?
 
     /// A fresh record for sandbox `name`.
     public init(name: String, cellular: Bool, wire: Bool = false, backend: String? = nil) {

@@ -25,6 +25,16 @@ extension SandboxState {
         if !conditions.isEmpty {
             members.append(("conditions", .object(conditions.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonValue) })))
         }
+        if generation > 0 { members.append(("generation", .number(JSONNumber(value: Double(generation), literal: String(generation))))) }
+        if let pending {
+            var change: [(key: String, value: JSONValue)] = [
+                ("generation", .number(JSONNumber(value: Double(pending.generation), literal: String(pending.generation)))),
+                ("links", .array(pending.links.map(JSONValue.string))), ("operation", .string(pending.operation)),
+                ("startedAt", .string(pending.startedAt)),
+            ]
+            if let applied = pending.conditions { change.append(("conditions", applied.jsonValue)) }
+            members.append(("pending", .object(change.sorted { $0.key < $1.key })))
+        }
         return .object(members.sorted { $0.key < $1.key })
     }
 
@@ -62,6 +72,16 @@ extension SandboxState {
                     state.conditions[link] = try AppliedConditions(file: FileObject(value, path: "conditions.\(link)."))
                 }
             }
+        }
+        if object.member("generation") != nil { state.generation = try object.integer("generation") }
+        if let pending = object.member("pending"), pending != .null {
+            let change = try FileObject(pending, path: "pending.")
+            state.pending = PendingChange(
+                operation: try change.string("operation"), links: try change.optionalStrings("links") ?? [], generation: try change.integer("generation"),
+                conditions: try change.member("conditions").flatMap { (value) throws(FileProblem) in
+                    value == .null ? nil : try AppliedConditions(file: FileObject(value, path: "pending.conditions."))
+                },
+                startedAt: try change.string("startedAt"))
         }
         return state
     }

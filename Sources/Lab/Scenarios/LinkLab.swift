@@ -128,7 +128,10 @@ public final class LinkLab: @unchecked Sendable {
                     throw LabError.needsCellular(sandbox: name)
                 }
                 conditions = try conditioning.backend(in: transaction)
-                initialConditions = state.conditions
+                // A change an earlier command left unconfirmed is settled first, so what is put back at the
+                // end is what the links really held.
+                _ = try conditions.reconcile(in: transaction)
+                initialConditions = try transaction.upState().conditions
             }
             let directory = try options.reportDirectory ?? makeTemporaryDirectory()
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -288,22 +291,7 @@ public final class LinkLab: @unchecked Sendable {
         _ initial: [String: SandboxState.AppliedConditions], on backend: any ConditioningBackend, in transaction: SandboxTransaction,
         catalogDirectory: String?
     ) throws {
-        let links = try transaction.upState().clientLinks
-        // Links that had the same record get it back in one apply (every link: the common case).
-        var groups: [(record: SandboxState.AppliedConditions?, links: Set<Sandbox.ClientLink>)] = []
-        for link in links {
-            let record = initial[link.rawValue]
-            if let index = groups.firstIndex(where: { $0.record == record }) { groups[index].links.insert(link) } else { groups.append((record, [link])) }
-        }
-        for (record, group) in groups {
-            let scope = group.count == links.count ? nil : group
-            guard let record else {
-                _ = try backend.clear(links: scope, in: transaction)
-                continue
-            }
-            let profile = try record.recordedProfile() ?? ProfileCatalog.find(record.source ?? record.profile, directory: catalogDirectory)
-            _ = try backend.apply(profile, links: scope, in: transaction)
-        }
+        try backend.restore(initial, in: transaction, catalogDirectory: catalogDirectory)
     }
 
     /// Notes how to undo a kind of change, once (the first time it is made), for ``close()``.

@@ -32,13 +32,20 @@ enum ConditionCommands {
             SandboxCommands.backendChoice(parsed), cellular: links?.contains(.cellular) ?? false,
             server: SandboxCommands.serveLaunch(sandbox, executable: executable), in: transaction, isCancelled: { Interrupts.received },
             progress: Output.progress)
-        if outcome != nil && !parsed.flag("json") { Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(backend.kind.rawValue))") }
+        if !parsed.flag("json") {
+            switch outcome {
+            case .repaired?: Output.print("sandbox '\(topology.name)': a process had died; started it again (the namespaces were left alone)")
+            case .created?, .rebuilt?: Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(backend.kind.rawValue))")
+            case .alreadyUp?, nil: break
+            }
+        }
+        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
         let report: ApplyReport
         do {
             report = try backend.apply(profile, links: links, in: transaction)
         } catch {
             // A sandbox this apply created is not left behind half-conditioned.
-            if outcome != nil { _ = sandbox.remove(in: transaction) }
+            if outcome == .created || outcome == .rebuilt { _ = sandbox.remove(in: transaction) }
             throw CommandFailure(explain(error, sandbox: topology.name))
         }
         if parsed.flag("json") {
@@ -71,7 +78,9 @@ enum ConditionCommands {
         let sandbox = Sandbox(topology: topology)
         let transaction = try sandbox.transaction(for: "clear", progress: Output.progress)
         defer { transaction.end() }
-        let cleared = try SandboxConditioning(sandbox: sandbox).backend(in: transaction).clear(links: links(parsed), in: transaction)
+        let backend = try SandboxConditioning(sandbox: sandbox).backend(in: transaction)
+        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
+        let cleared = try backend.clear(links: links(parsed), in: transaction)
         Output.print(cleared.isEmpty ? "sandbox '\(topology.name)' had no conditions; nothing to clear"
                                      : "cleared the conditions of sandbox '\(topology.name)' (\(cleared.count) sites)")
         return 0
@@ -85,6 +94,7 @@ enum ConditionCommands {
         let backend = try SandboxConditioning(sandbox: sandbox).backend(in: look)
         let installed = try backend.installed(in: look)
         let state = try look.upState()
+        let notes = try backend.reconcile(in: look)
         if parsed.flag("json") {
             let links: [(key: String, value: JSONValue)] = state.clientLinks.map { link in
                 guard let record = state.conditions[link.rawValue] else { return (link.rawValue, .null) }
@@ -95,11 +105,12 @@ enum ConditionCommands {
             }
             Output.json(.object([
                 ("sandbox", .string(topology.name)), ("backend", .string(backend.kind.rawValue)), ("links", .object(links)),
-                ("sites", .array(installed.map(\.json))),
+                ("notes", .array(notes.map(JSONValue.string))), ("sites", .array(installed.map(\.json))),
             ]))
             return 0
         }
         Output.print("sandbox '\(topology.name)': conditions by \(backend.kind.rawValue)")
+        for note in notes { Output.print("  note: \(note)") }
         for link in state.clientLinks {
             guard let record = state.conditions[link.rawValue] else {
                 Output.print("  \(link.rawValue): no profile applied")

@@ -27,14 +27,51 @@ public struct EngineBackend: ConditioningBackend {
 
     private var socketPath: String { sandbox.store.engineSocketPath(for: sandbox.topology.name) }
 
-    private func send(_ request: EngineRequest) throws(SandboxError) -> EngineResponse {
+    /// How long a request may take, answer included: a running engine answers in milliseconds, and one that
+    /// has not answered in this time is stopped, hung or starved of CPU.
+    public static let requestTimeout = 5.0
+
+    private func send(_ request: EngineRequest, timeout: Double = EngineBackend.requestTimeout) throws(SandboxError) -> EngineResponse {
         let response: EngineResponse
         do {
-            response = try EngineControlSocket.send(request, to: socketPath, knownTraces: Self.traces(of: request.profile))
+            response = try EngineControlSocket.send(request, to: socketPath, timeout: timeout, knownTraces: Self.traces(of: request.profile))
         } catch {
             throw .process(role: "engine", detail: error.description)
         }
         if let error = response.error { throw .process(role: "engine", detail: error) }
+        return response
+    }
+
+    /// Why the engine does not answer a `show` within `timeout` seconds (stopped, hung, starved of CPU, or
+    /// gone); nil when it does.
+    public func unresponsiveness(timeout: Double = 1) -> String? {
+        do {
+            _ = try send(EngineRequest(operation: .show), timeout: timeout)
+            return nil
+        } catch {
+            return "the engine does not answer: \(error)"
+        }
+    }
+
+    /// Sends a change journalled as pending in `transaction`: a change the engine refused, or never got,
+    /// leaves the journal clean (nothing changed); one that may have arrived without an answer stays
+    /// pending, for the next command to find out what the engine holds.
+    private func change(_ request: EngineRequest, in transaction: SandboxTransaction) throws(SandboxError) -> EngineResponse {
+        let response: EngineResponse
+        do {
+            response = try EngineControlSocket.send(request, to: socketPath, timeout: Self.requestTimeout, knownTraces: Self.traces(of: request.profile))
+        } catch {
+            guard error.requestMayHaveArrived else {
+                try transaction.abandonChange()
+                throw .process(role: "engine", detail: error.description)
+            }
+            throw .process(role: "engine", detail: error.description + "; the change is recorded as pending: 'linkcond show' tells what the engine holds")
+        }
+        if let message = response.error {
+            // The engine changes all of a request or nothing of it.
+            try transaction.abandonChange()
+            throw .process(role: "engine", detail: message)
+        }
         return response
     }
 
@@ -67,11 +104,11 @@ public struct EngineBackend: ConditioningBackend {
     @discardableResult
     public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> ApplyReport {
         let started = MonotonicClock.seconds()
-        var recorded = try transaction.upState()
         for direction in LinkDirection.allCases where profile.conditions(direction).trace.map({ $0.path == nil }) ?? false {
             throw .unsupported(detail: "the \(direction.rawValue) of profile '\(profile.name)' has a delivery trace made in code; the engine reads traces from files: write it to a file and name it in the profile")
         }
-        let response = try send(EngineRequest(operation: .apply, profile: profile, links: Self.engineLinks(links)))
+        let generation = try transaction.beginChange("apply", profile: profile, links: links)
+        let response = try change(EngineRequest(operation: .apply, profile: profile, links: Self.engineLinks(links), generation: generation), in: transaction)
         let applied = response.links.filter { link in links.map { $0.contains { $0.rawValue == link.link.rawValue } } ?? true }
         for link in applied {
             let differences = Self.differences(sent: profile, held: link)
@@ -79,8 +116,7 @@ public struct EngineBackend: ConditioningBackend {
                 throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences)
             }
         }
-        recorded.record(profile, on: links)
-        try transaction.save(recorded)
+        try transaction.confirmChange()
         return ApplyReport(
             profile: profile.name, backend: .userspace, sites: applied.flatMap(sites), duration: MonotonicClock.seconds() - started,
             requests: 1, roundTrips: 1)
@@ -111,16 +147,15 @@ public struct EngineBackend: ConditioningBackend {
     /// Removes the conditions from the links (nil: every link); returns the sites that had any.
     @discardableResult
     public func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite] {
-        var recorded = try transaction.upState()
         let before = try send(EngineRequest(operation: .show))
         let wanted = Self.engineLinks(links)
-        let after = try send(EngineRequest(operation: .clear, links: wanted))
+        let generation = try transaction.beginChange("clear", profile: nil, links: links)
+        let after = try change(EngineRequest(operation: .clear, links: wanted, generation: generation), in: transaction)
         for link in after.links where wanted?.contains(link.link) ?? true {
             let differences = Self.differences(sent: nil, held: link)
             if !differences.isEmpty { throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences) }
         }
-        recorded.recordClear(links)
-        try transaction.save(recorded)
+        try transaction.confirmChange()
         return before.links.filter { $0.profile != nil && (wanted?.contains($0.link) ?? true) }.flatMap(sites)
     }
 
@@ -155,6 +190,28 @@ public struct EngineBackend: ConditioningBackend {
                 return InstalledSite(site: site, stages: stages)
             }
         }
+    }
+
+    /// The engine numbers each change it puts in force: a link whose generation is the pending change's
+    /// holds it; otherwise the link is compared with what the state recorded before.
+    public func outcome(of pending: SandboxState.PendingChange, in transaction: SandboxTransaction) throws(SandboxError) -> [String: Bool?] {
+        let state = try transaction.upState()
+        let response = try send(EngineRequest(operation: .show))
+        var outcome: [String: Bool?] = [:]
+        for name in pending.links {
+            guard let link = response.links.first(where: { $0.link.rawValue == name }) else {
+                outcome[name] = .some(nil)
+                continue
+            }
+            if link.generation == pending.generation {
+                outcome[name] = true
+            } else {
+                let before = try? state.conditions[name]?.recordedProfile()
+                let heldBefore = state.conditions[name] == nil ? link.profile == nil : before.map { Self.differences(sent: $0, held: link).isEmpty } ?? false
+                outcome[name] = heldBefore ? false : .some(nil)
+            }
+        }
+        return outcome
     }
 
     private static func stage(

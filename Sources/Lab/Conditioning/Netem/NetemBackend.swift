@@ -162,18 +162,20 @@ public struct NetemBackend: ConditioningBackend {
                 downlink: try NetemMapping.parameters(for: profile.downlink, distributions: tables),
                 targets: profile.targets)
         }
-        var recorded = try transaction.upState()
-        let sites = Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)
+        let sites = Self.sites(of: sandbox.topology, cellular: try transaction.upState().cellular, links: links)
+        let groups = try clients(for: sites)
         var sent = NetlinkStatistics()
         let started = MonotonicClock.seconds()
-        for (client, group) in try clients(for: sites) {
+        // Journalled before the first request: a batch the kernel took part of, or a command killed between
+        // two namespaces' batches, leaves the change pending for the next command to reconcile.
+        _ = try transaction.beginChange("apply", profile: profile, links: links)
+        for (client, group) in groups {
             let before = client.connection.statistics
             defer { sent = sent.adding(client.connection.statistics.since(before)) }
             try NetemInstaller(client: client, sites: group, plan: plan, clock: clock, memory: memory).install()
         }
         let duration = MonotonicClock.seconds() - started
-        recorded.record(profile, on: links)
-        try transaction.save(recorded)
+        try transaction.confirmChange()
         return ApplyReport(
             profile: profile.name, backend: .netem, sites: sites, duration: duration, requests: sent.requests, roundTrips: sent.datagrams)
     }
@@ -183,8 +185,9 @@ public struct NetemBackend: ConditioningBackend {
     @discardableResult
     public func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite] {
         var cleared: [ConditionSite] = []
-        var recorded = try transaction.upState()
-        for (client, group) in try clients(for: Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)) {
+        let groups = try clients(for: Self.sites(of: sandbox.topology, cellular: try transaction.upState().cellular, links: links))
+        _ = try transaction.beginChange("clear", profile: nil, links: links)
+        for (client, group) in groups {
             let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
             for site in group {
                 memory.remember(nil, for: site)
@@ -196,8 +199,7 @@ public struct NetemBackend: ConditioningBackend {
                 cleared.append(site)
             }
         }
-        recorded.recordClear(links)
-        try transaction.save(recorded)
+        try transaction.confirmChange()
         return cleared
     }
 
@@ -246,6 +248,75 @@ public struct NetemBackend: ConditioningBackend {
             }
         }
         return result
+    }
+
+    /// Compares the kernel's trees with the pending change and with what the state recorded before: a link
+    /// holds the change when every netem on its sites is exactly what the change's profile maps to (or, for
+    /// a clear, when no tree of linkcond's is left), and still holds the record when every one is what the
+    /// recorded profile maps to.
+    public func outcome(of pending: SandboxState.PendingChange, in transaction: SandboxTransaction) throws(SandboxError) -> [String: Bool?] {
+        let state = try transaction.upState()
+        var outcome: [String: Bool?] = [:]
+        let sites = try sites(in: transaction).filter { pending.links.contains($0.link) }
+        var held: [String: [(ConditionSite, [Qdisc])]] = [:]
+        for (client, group) in try clients(for: sites) {
+            let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
+            for site in group {
+                let index = try Self.wrap { () throws(RouteNetlinkError) in try client.index(of: site.interface) }
+                held[site.link, default: []].append((site, qdiscs.filter { $0.interfaceIndex == index }))
+            }
+        }
+        for name in pending.links {
+            let trees = held[name] ?? []
+            if holds(Expected(pending.conditions), trees) {
+                outcome[name] = true
+            } else if holds(Expected(state.conditions[name]), trees) {
+                outcome[name] = false
+            } else {
+                outcome[name] = .some(nil)
+            }
+        }
+        return outcome
+    }
+
+    /// What a record says a link holds.
+    private enum Expected {
+        case clear
+        case profile(Profile)
+        /// A record of an earlier version, or one whose profile cannot be read back: it cannot be compared.
+        case unknown
+
+        init(_ record: SandboxState.AppliedConditions?) {
+            guard let record else {
+                self = .clear
+                return
+            }
+            if let profile = try? record.recordedProfile() { self = .profile(profile) } else { self = .unknown }
+        }
+    }
+
+    /// Whether the qdiscs of a link's sites are what `expected` puts there.
+    private func holds(_ expected: Expected, _ trees: [(ConditionSite, [Qdisc])]) -> Bool {
+        for (site, qdiscs) in trees {
+            let netems = qdiscs.filter { $0.kind == "netem" }
+            let profile: Profile
+            switch expected {
+            case .unknown: return false
+            case .clear:
+                if qdiscs.contains(where: { $0.parent == .root && ($0.kind == "netem" || $0.kind == "prio") }) { return false }
+                continue
+            case .profile(let value): profile = value
+            }
+            guard !netems.isEmpty else { return false }
+            for qdisc in netems {
+                guard let place = Self.expectedConditions(of: profile, site: site, parent: qdisc.parent),
+                    let read = try? NetemParameters.decode(options: qdisc.options, clock: clock),
+                    let sent = try? NetemMapping.parameters(for: place.conditions, extraDelay: place.extraDelay, distributions: { _ in [] }),
+                    NetemDescription.differences(sent: sent, read: read, clock: clock).isEmpty
+                else { return false }
+            }
+        }
+        return true
     }
 
     /// What the netem under `parent` on `site` holds when `profile` is applied: the downlink's conditions at
