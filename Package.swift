@@ -4,7 +4,7 @@ import PackageDescription
 // Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
-//   CMnl, CSpawn, CPacket, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
+//   CMnl, CSpawn, CPacket, CCrashReport, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
 //   Netlink, Profiles, Responders, Timeline, CNetlinkFloor    netlink; profiles; the server; reports; a C floor
 //   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
 //   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
@@ -33,6 +33,8 @@ let package = Package(
             providers: [.apt(["libmnl-dev"])]
         ),
         .target(name: "CSpawn"),
+        // A crashing process's last word (signal and thread) in its log.
+        .target(name: "CCrashReport"),
         .target(name: "LinkcondBase"),
         .target(name: "Netlink", dependencies: ["CMnl"]),
         // For tests only: a fake byte transport and encoders of kernel replies (no product links it).
@@ -52,7 +54,7 @@ let package = Package(
         .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
         .target(
             name: "Engine",
-            dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "JSONDocument", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
+            dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "JSONDocument", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase", "CCrashReport"]),
         .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "JSONDocument"]),
         .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "JSONDocument"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
@@ -125,7 +127,7 @@ let package = Package(
 // and its C floors apart from the product (Bench/<target>), and the tests by whether they need root
 // (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root).
 let folders: [String: [String]] = [
-    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "LinkcondBase", "JSONDocument"],
+    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "CCrashReport", "LinkcondBase", "JSONDocument"],
     "Sources/Kernel": ["Netlink", "NetlinkTesting", "RouteNetlink", "NetNamespace"],
     "Sources/Model": ["Profiles", "LinkEmulation", "Timeline"],
     "Sources/Engine": ["PacketEngine", "EngineControl", "Engine"],

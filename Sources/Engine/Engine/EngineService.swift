@@ -1,3 +1,4 @@
+import CCrashReport
 import EngineControl
 import JSONDocument
 import Foundation
@@ -80,6 +81,9 @@ public final class EngineService: @unchecked Sendable {
         for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
+        // A thread that traps (an overflow, a failed check) takes the whole engine down: it says so in the
+        // log first, naming the thread, so `status` can tell why it is gone.
+        _ = lc_install_crash_report("linkcond engine: ")
 
         let service = EngineService(configuration: configuration)
         try service.start(log: log)

@@ -1,3 +1,4 @@
+import JSONDocument
 import LinkcondBase
 import NetNamespace
 import RouteNetlink
@@ -67,7 +68,9 @@ extension Sandbox {
         var problems: [String] = []
         for process in state.processes {
             if !process.isRunning {
-                problems.append("the \(process.role.rawValue) (pid \(process.pid)) is not running; its log: \(store.log(for: topology.name, role: process.role))")
+                let log = store.log(for: topology.name, role: process.role)
+                let last = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").last.map { "; its last words: \(JSONWriter.excerpt(String($0), limit: 160))" } ?? ""
+                problems.append("the \(process.role.rawValue) (pid \(process.pid)) is not running; its log: \(log)\(last)")
             } else if process.isStopped {
                 problems.append("the \(process.role.rawValue) (pid \(process.pid)) is stopped (SIGSTOP or a debugger): it does nothing until 'kill -CONT \(process.pid)'")
             }

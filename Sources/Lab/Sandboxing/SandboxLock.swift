@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JSONDocument
 import LinkcondBase
 import Synchronization
 
@@ -34,25 +35,42 @@ public final class SandboxLock: @unchecked Sendable {
         public var pid: Int32
         /// What it is doing (`up`, `run tunnel`…).
         public var command: String
+        /// When the process that wrote the file has exited and others hold the lock through descriptors they
+        /// inherited from it: those processes' ids.
+        public var inheritedBy: [Int32] = []
 
-        public var description: String { "pid \(pid) (\(command))" }
+        public var description: String {
+            guard !inheritedBy.isEmpty else { return "pid \(pid) (\(command))" }
+            let heirs = inheritedBy.map(String.init).joined(separator: ", ")
+            return "pid \(heirs), which inherited it from pid \(pid) (\(command), exited)"
+        }
     }
 
-    /// How long a command waits for another one: `LINKCOND_LOCK_TIMEOUT` seconds when set, else 60.
-    public static let defaultTimeout: Double = getenv("LINKCOND_LOCK_TIMEOUT").flatMap { Double(String(cString: $0)) } ?? 60
+    /// How long a command waits for another one: `LINKCOND_LOCK_TIMEOUT` seconds when set, else 60; nil when
+    /// the variable is set to something that is not a number of seconds (``acquire`` refuses then).
+    public static let defaultTimeout: Double? = {
+        guard let text = getenv("LINKCOND_LOCK_TIMEOUT").map({ String(cString: $0) }) else { return 60 }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0 else { return nil }
+        return seconds
+    }()
 
     private init(path: String, fd: Int32) {
         self.path = path
         self.fd = fd
     }
 
-    /// Takes the lock of sandbox `name`, waiting at most `timeout` seconds for another holder. `waiting` is
-    /// called once, with the holder, when the lock is not free at once. Throws ``SandboxError/busy(name:holder:waited:)``
-    /// when the bound passes.
+    /// Takes the lock of sandbox `name`, waiting at most `timeout` seconds (default ``defaultTimeout``) for
+    /// another holder. `waiting` is called once, with the holder, when the lock is not free at once. Throws
+    /// ``SandboxError/busy(name:holder:waited:)`` when the bound passes.
     public static func acquire(
-        _ name: String, store: SandboxStore, command: String, timeout: Double = defaultTimeout,
+        _ name: String, store: SandboxStore, command: String, timeout: Double? = nil,
         waiting: (Holder?) -> Void = { _ in }
     ) throws(SandboxError) -> SandboxLock {
+        guard let timeout = timeout ?? defaultTimeout else {
+            let text = getenv("LINKCOND_LOCK_TIMEOUT").map { String(cString: $0) } ?? ""
+            throw .unsupported(
+                detail: "LINKCOND_LOCK_TIMEOUT=\(JSONWriter.excerpt(text)) is not a number of seconds: unset it, or give one such as 60")
+        }
         let path = store.lockPath(for: name)
         let thread = pthread_self()
         if let reentered = held.withLock({ (locks: inout [String: Held]) -> SandboxLock? in
@@ -116,12 +134,38 @@ public final class SandboxLock: @unchecked Sendable {
         return holder(of: path)
     }
 
+    /// The holder the lock file names — and, when that process has exited while the lock is still held,
+    /// the processes that hold the file open (children that inherited the locked descriptor).
     private static func holder(of path: String) -> Holder? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         let line = text.split(separator: "\n").first ?? ""
         let parts = line.split(separator: " ", maxSplits: 1)
         guard let first = parts.first, let pid = Int32(first) else { return nil }
-        return Holder(pid: pid, command: parts.count > 1 ? String(parts[1]) : "?")
+        var holder = Holder(pid: pid, command: parts.count > 1 ? String(parts[1]) : "?")
+        if kill(pid, 0) != 0 && errno == ESRCH { holder.inheritedBy = processes(holding: path) }
+        return holder
+    }
+
+    /// The processes (other than this one) with `path` open, from `/proc/PID/fd`.
+    static func processes(holding path: String) -> [Int32] {
+        var target = stat()
+        guard stat(path, &target) == 0, let proc = opendir("/proc") else { return [] }
+        defer { closedir(proc) }
+        var found: [Int32] = []
+        while let entry = readdir(proc) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = Int32(name), pid != getpid(), let fds = opendir("/proc/\(name)/fd") else { continue }
+            defer { closedir(fds) }
+            while let fd = readdir(fds) {
+                let number = withUnsafeBytes(of: fd.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                var opened = stat()
+                if stat("/proc/\(name)/fd/\(number)", &opened) == 0, opened.st_ino == target.st_ino, opened.st_dev == target.st_dev {
+                    found.append(pid)
+                    break
+                }
+            }
+        }
+        return found.sorted()
     }
 
     /// Releases the lock (the outermost release of a reentered lock unlocks the file).

@@ -1,3 +1,5 @@
+import JSONDocument
+
 /// A delivery trace in Mahimahi's `mm-link` format: when the link can deliver, one 1500-byte opportunity
 /// at a time. netem has no counterpart; the userspace engine replaces its rate serializer with it.
 ///
@@ -48,7 +50,7 @@ public struct DeliveryTrace: Sendable, Equatable {
             guard line.allSatisfy({ (48...57).contains($0) }) else {
                 throw EmulationInputError(
                     .invalidValue, source: source, line: lineNumber,
-                    problem: "\"\(String(decoding: line, as: UTF8.self))\" is not a whole number of milliseconds",
+                    problem: "\(JSONWriter.excerpt(String(decoding: line, as: UTF8.self))) is not a whole number of milliseconds",
                     expected: "one non-negative integer per line: the millisecond of a 1500-byte delivery opportunity")
             }
             var value: UInt64 = 0
@@ -58,7 +60,7 @@ public struct DeliveryTrace: Sendable, Equatable {
             guard value <= Self.maximumMillisecond else {
                 throw EmulationInputError(
                     .outOfRange, source: source, line: lineNumber,
-                    problem: "\(String(decoding: line, as: UTF8.self)) ms is too large",
+                    problem: "\(JSONWriter.excerpt(String(decoding: line, as: UTF8.self))) ms is too large",
                     expected: "at most \(Self.maximumMillisecond) ms")
             }
             if let previous = values.last, UInt32(value) < previous {

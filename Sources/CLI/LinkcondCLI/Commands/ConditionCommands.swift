@@ -181,7 +181,8 @@ enum ProfileSummary {
     }
 
     static func direction(_ conditions: LinkConditions) -> String {
-        if conditions.isNeutral { return "unchanged" }
+        // A neutral direction has no conditions (an apply put none there; it did not leave earlier ones).
+        if conditions.isNeutral { return "no conditions" }
         var words: [String] = []
         if let trace = conditions.trace {
             words.append("trace \(trace.file ?? "") (mean \(Quantity.formatRate(UInt64(trace.summary.meanRate.rounded()))))")
@@ -199,6 +200,6 @@ enum ProfileSummary {
         if let duplicate = conditions.duplicate, duplicate.probability > 0 { words.append("dup " + percent(duplicate.probability)) }
         if let corrupt = conditions.corrupt, corrupt.probability > 0 { words.append("corrupt " + percent(corrupt.probability)) }
         if let reorder = conditions.reorder, reorder.probability > 0 { words.append("reorder " + percent(reorder.probability)) }
-        return words.isEmpty ? "unchanged" : words.joined(separator: ", ")
+        return words.isEmpty ? "no conditions" : words.joined(separator: ", ")
     }
 }
