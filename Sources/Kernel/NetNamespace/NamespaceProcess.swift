@@ -138,6 +138,7 @@ extension NamedNamespace {
             }
         }
         if code != 0 {
+            if UInt32(step) == LC_SPAWN_EXEC.rawValue { throw .cannotExecute(program: program, errno: code) }
             throw .system(operation: "run \(program) in \(name) (\(Self.describe(step: step)))", errno: code)
         }
         return SpawnedProcess(pid: pid, leadsGroup: grouping != .inherit)

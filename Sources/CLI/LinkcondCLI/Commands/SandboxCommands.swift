@@ -188,6 +188,15 @@ enum SandboxCommands {
             throw UsageError("missing the command to run", hint: "write it after '--'", commandPath: parsed.commandPath)
         }
         Interrupts.ignoreWhileChildRuns()
-        return try sandbox.exec(program, arguments: Array(parsed.passthrough.dropFirst()))
+        do {
+            return try sandbox.exec(program, arguments: Array(parsed.passthrough.dropFirst()))
+        } catch let SandboxError.namespace(error) {
+            // As a shell reports a command it cannot run: 127 when there is none, 126 when it cannot execute.
+            switch error {
+            case .executableNotFound: throw CommandFailure(error.description, exitCode: 127)
+            case let .cannotExecute(_, code): throw CommandFailure(error.description, exitCode: code == ENOENT ? 127 : 126)
+            default: throw SandboxError.namespace(error)
+            }
+        }
     }
 }
