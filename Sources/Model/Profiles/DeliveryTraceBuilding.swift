@@ -104,7 +104,11 @@ extension DeliveryTrace {
     public static let maximumOpportunities = 8_000_000
 
     private static func time(_ text: String) -> UInt64? {
-        if let seconds = Double(text), seconds >= 0, seconds.isFinite { return UInt64((seconds * 1e9).rounded()) }
+        // A time beyond what nanoseconds in 64 bits hold is not one (the trace's own bound is checked later).
+        if let seconds = Double(text), seconds >= 0, seconds.isFinite {
+            let nanoseconds = (seconds * 1e9).rounded()
+            return nanoseconds < 18_446_744_073_709_549_568 ? UInt64(nanoseconds) : nil
+        }
         return try? Quantity.time(text)
     }
 
