@@ -8,7 +8,7 @@ import PackageDescription
 //   Netlink, Profiles, Responders, Timeline, CNetlinkFloor    netlink; profiles; the server; reports; a C floor
 //   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
 //   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
-//   Engine, Conditioning                                       the engine process; the backends
+//   Engine, Conditioning, EngineBenchIO                        the engine process; the backends; the bench's readers
 //   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
 //   LinkcondCLI                                                the command line; no logic a library user needs
 //   linkcond                                                   the executable
@@ -49,6 +49,9 @@ let package = Package(
         .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl", "LinkcondBase"]),
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
+        // For linkcond-bench (and the tests of what it measures) only: the engine's readers other than its own
+        // ring (recvmmsg, GSO cut in the engine) and a fixed-delay scheduler to time departures against.
+        .target(name: "EngineBenchIO", dependencies: ["PacketEngine", "LinkEmulation", "CPacket"]),
         .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
         .target(
             name: "Engine",
@@ -87,7 +90,7 @@ let package = Package(
             name: "linkcond-bench",
             dependencies: [
                 "Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing",
-                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation",
+                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation", "EngineBenchIO",
             ]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
@@ -103,8 +106,13 @@ let package = Package(
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         // The engine client's hand-written JSON against the engine's Codable messages.
         .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation"]),
+        // The engine's loop against an embedded wire, its ring and the bench's readers on synthetic frames (no root).
         .testTarget(
-            name: "PacketEngineTests", dependencies: ["PacketEngine", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
+            name: "PacketEngineTests", dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "Profiles", "CPacket"]),
+        // The engine between real namespaces (root).
+        .testTarget(
+            name: "PacketEngineIntegrationTests",
+            dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
         .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles"]),
@@ -130,12 +138,12 @@ let folders: [String: [String]] = [
     "Sources/Engine": ["PacketEngine", "EngineControl", "Engine"],
     "Sources/Lab": ["Sandboxing", "Responders", "Conditioning", "PathMonitor", "Scenarios"],
     "Sources/CLI": ["LinkcondCLI", "linkcond"],
-    "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder"],
+    "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder", "EngineBenchIO"],
     "Tests/Unit": [
         "NetlinkTests", "RouteNetlinkTests", "NetemNetlinkTests", "RespondersTests", "EngineControlTests", "JSONDocumentTests",
-        "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "TimelineTests", "ScenariosTests",
+        "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "TimelineTests", "ScenariosTests", "PacketEngineTests",
     ],
-    "Tests/Integration": ["IntegrationTests", "PacketEngineTests"],
+    "Tests/Integration": ["IntegrationTests", "PacketEngineIntegrationTests"],
 ]
 for target in package.targets {
     guard let folder = folders.first(where: { $0.value.contains(target.name) })?.key else {
