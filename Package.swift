@@ -4,7 +4,7 @@ import PackageDescription
 // Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
-//   CMnl, CSpawn, CPacket, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
+//   CMnl, CSpawn, CPacket, LinkcondBase, JSONDocument, bare-forwarder, AllocationCounting   C shims; addresses, clock, DNS; JSON; test support
 //   Netlink, Profiles, Responders, Timeline, CNetlinkFloor    netlink; profiles; the server; reports; a C floor
 //   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
 //   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
@@ -52,6 +52,9 @@ let package = Package(
         // For linkcond-bench (and the tests of what it measures) only: the engine's readers other than its own
         // ring (recvmmsg, GSO cut in the engine) and a fixed-delay scheduler to time departures against.
         .target(name: "EngineBenchIO", dependencies: ["PacketEngine", "LinkEmulation", "CPacket"]),
+        // For tests only: counts the calling thread's heap allocations (replaces malloc and friends in the test
+        // executable; no product links it).
+        .target(name: "AllocationCounting"),
         .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
         .target(
             name: "Engine",
@@ -108,14 +111,14 @@ let package = Package(
         .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation"]),
         // The engine's loop against an embedded wire, its ring and the bench's readers on synthetic frames (no root).
         .testTarget(
-            name: "PacketEngineTests", dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "Profiles", "CPacket"]),
+            name: "PacketEngineTests", dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "Profiles", "CPacket", "AllocationCounting"]),
         // The engine between real namespaces (root).
         .testTarget(
             name: "PacketEngineIntegrationTests",
             dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
-        .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles"]),
+        .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles", "AllocationCounting"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
         .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
@@ -130,7 +133,8 @@ let package = Package(
 
 // Where each target lives: one folder per tier of the layers above (Sources/<tier>/<target>), the benchmark
 // and its C floors apart from the product (Bench/<target>), and the tests by whether they need root
-// (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root).
+// (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root; Tests/Support:
+// what tests link, never a product).
 let folders: [String: [String]] = [
     "Sources/Base": ["CMnl", "CSpawn", "CPacket", "LinkcondBase", "JSONDocument"],
     "Sources/Kernel": ["Netlink", "NetlinkTesting", "RouteNetlink", "NetNamespace"],
@@ -144,6 +148,7 @@ let folders: [String: [String]] = [
         "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "TimelineTests", "ScenariosTests", "PacketEngineTests",
     ],
     "Tests/Integration": ["IntegrationTests", "PacketEngineIntegrationTests"],
+    "Tests/Support": ["AllocationCounting"],
 ]
 for target in package.targets {
     guard let folder = folders.first(where: { $0.value.contains(target.name) })?.key else {
