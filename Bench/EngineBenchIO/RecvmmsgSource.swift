@@ -17,7 +17,7 @@ package final class RecvmmsgSource: FrameSource {
     private let vectors: UnsafeMutablePointer<iovec>
     private let addresses: UnsafeMutablePointer<sockaddr_ll>
     private let storage: UnsafeMutableRawPointer
-    private var received = 0
+    @exclusivity(unchecked) private var received = 0
 
     /// A reader of `socket` with `capacity` slots of `slotSize` bytes.
     package init(socket: PacketSocket, capacity: Int, slotSize: Int) {

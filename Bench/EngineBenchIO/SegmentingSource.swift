@@ -43,8 +43,8 @@ package final class SegmentingSource<Inner: FrameSource>: FrameSource {
     private let arena: UnsafeMutableRawPointer
     private let entryCapacity: Int
     private let entries: UnsafeMutablePointer<Entry>
-    private var count = 0
-    private var slotsUsed = 0
+    @exclusivity(unchecked) private var count = 0
+    @exclusivity(unchecked) private var slotsUsed = 0
 
     /// A reader of `inner` (whose frames start with a `virtio_net_hdr`) cutting segments of up to
     /// `frameBytes` into `segmentSlots` slots per batch; a batch hands on at most `entries` frames.

@@ -18,8 +18,9 @@ package final class PacketSocket {
         case send
     }
 
-    /// The descriptor, owned (-1 once closed).
-    package private(set) var fileDescriptor: Int32
+    /// The descriptor, owned (-1 once closed). Read for every send; written only by ``close()``, after the
+    /// direction's thread has ended (so no dynamic exclusivity checks).
+    @exclusivity(unchecked) package private(set) var fileDescriptor: Int32
     /// The interface's name and index in its namespace.
     package let interface: String
     let interfaceIndex: Int32

@@ -9,14 +9,15 @@ package final class SendBatch {
     package let capacity: Int
     /// Bytes of a copy slot (the largest frame a copy can take).
     package let slotSize: Int
-    /// Entries queued.
-    package private(set) var count = 0
+    /// Entries queued. (Read and written for every frame by the direction's thread alone: no dynamic
+    /// exclusivity checks, which a `package` property would otherwise get.)
+    @exclusivity(unchecked) package private(set) var count = 0
     /// The entries' message headers, for `sendmmsg`.
     let messages: UnsafeMutablePointer<cpk_mmsghdr>
     private let vectors: UnsafeMutablePointer<iovec>
     private let storage: UnsafeMutableRawPointer
     private let dues: UnsafeMutablePointer<UInt64>
-    private var copies = 0
+    @exclusivity(unchecked) private var copies = 0
 
     /// A batch of `capacity` entries with copy slots of `slotSize` bytes (rounded up to 64).
     package init(capacity: Int, slotSize: Int) {
