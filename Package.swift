@@ -4,11 +4,11 @@ import PackageDescription
 // Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
-//   CMnl, CSpawn, CPacket, CCrashReport, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
+//   CMnl, CSpawn, CPacket, CCrashReport, LinkcondBase, JSONDocument, bare-forwarder, AllocationCounting   C shims; addresses, clock, DNS; JSON; test support
 //   Netlink, Profiles, Responders, Timeline, CNetlinkFloor    netlink; profiles; the server; reports; a C floor
 //   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
 //   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
-//   Engine, Conditioning                                       the engine process; the backends
+//   Engine, Conditioning, EngineBenchIO                        the engine process; the backends; the bench's readers
 //   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
 //   LinkcondCLI                                                the command line; no logic a library user needs
 //   linkcond                                                   the executable
@@ -51,6 +51,12 @@ let package = Package(
         .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl", "LinkcondBase"]),
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
+        // For linkcond-bench (and the tests of what it measures) only: the engine's readers other than its own
+        // ring (recvmmsg, GSO cut in the engine) and a fixed-delay scheduler to time departures against.
+        .target(name: "EngineBenchIO", dependencies: ["PacketEngine", "LinkEmulation", "CPacket"]),
+        // For tests only: counts the calling thread's heap allocations (replaces malloc and friends in the test
+        // executable; no product links it).
+        .target(name: "AllocationCounting"),
         .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
         .target(
             name: "Engine",
@@ -95,7 +101,7 @@ let package = Package(
             name: "linkcond-bench",
             dependencies: [
                 "Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing",
-                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation",
+                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation", "EngineBenchIO",
             ]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
@@ -111,11 +117,16 @@ let package = Package(
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         // The engine control protocol's codec, both ends.
         .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation", "JSONDocument"]),
+        // The engine's loop against an embedded wire, its ring and the bench's readers on synthetic frames (no root).
         .testTarget(
-            name: "PacketEngineTests", dependencies: ["PacketEngine", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
+            name: "PacketEngineTests", dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "Profiles", "CPacket", "AllocationCounting"]),
+        // The engine between real namespaces (root).
+        .testTarget(
+            name: "PacketEngineIntegrationTests",
+            dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
-        .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles"]),
+        .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles", "AllocationCounting"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
         .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase"]),
         .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing"]),
@@ -131,7 +142,8 @@ let package = Package(
 
 // Where each target lives: one folder per tier of the layers above (Sources/<tier>/<target>), the benchmark
 // and its C floors apart from the product (Bench/<target>), and the tests by whether they need root
-// (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root).
+// (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root; Tests/Support:
+// what tests link, never a product).
 let folders: [String: [String]] = [
     "Sources/Base": ["CMnl", "CSpawn", "CPacket", "CCrashReport", "LinkcondBase", "JSONDocument"],
     "Sources/Kernel": ["Netlink", "NetlinkTesting", "RouteNetlink", "NetNamespace"],
@@ -139,12 +151,14 @@ let folders: [String: [String]] = [
     "Sources/Engine": ["PacketEngine", "EngineControl", "Engine"],
     "Sources/Lab": ["Sandboxing", "Responders", "Conditioning", "PathMonitor", "Scenarios"],
     "Sources/CLI": ["LinkcondCLI", "linkcond"],
-    "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder"],
+    "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder", "EngineBenchIO"],
     "Tests/Unit": [
         "NetlinkTests", "RouteNetlinkTests", "NetemNetlinkTests", "RespondersTests", "EngineControlTests", "JSONDocumentTests",
         "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "SandboxingTests", "TimelineTests", "ScenariosTests",
+        "PacketEngineTests",
     ],
-    "Tests/Integration": ["IntegrationTests", "PacketEngineTests"],
+    "Tests/Integration": ["IntegrationTests", "PacketEngineIntegrationTests"],
+    "Tests/Support": ["AllocationCounting"],
 ]
 for target in package.targets {
     guard let folder = folders.first(where: { $0.value.contains(target.name) })?.key else {

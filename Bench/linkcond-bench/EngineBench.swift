@@ -1,3 +1,4 @@
+import EngineBenchIO
 import Foundation
 import Glibc
 import LinkEmulation
@@ -203,8 +204,7 @@ enum EngineBench {
                 stop: { bare.stop() }))
             if compact {
                 let ringLab = try BenchLab(tag: "engring", throughWire: true)
-                let ringEngine = try EngineRuntime(
-                    wire: ringLab.ends!, options: EngineOptions(receiveMethod: .ring), uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+                let ringEngine = try EngineRuntime(wire: ringLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
                 try ringEngine.start()
                 subjects.append(Subject("engine, ring (offloads off; default)", ringLab, measuresRTT: true, cpuTime: { engineCPU(ringEngine) },
                     stop: { ringEngine.stop() }))
@@ -213,13 +213,12 @@ enum EngineBench {
             }
             let engineLab = try BenchLab(tag: "engine", throughWire: true)
             let engine = try EngineRuntime(
-                wire: engineLab.ends!, options: EngineOptions(receiveMethod: .recvmmsg), uplink: PassThroughScheduler(),
-                downlink: PassThroughScheduler())
+                wire: engineLab.ends!, options: EngineOptions(), uplink: PassThroughScheduler(), downlink: PassThroughScheduler(),
+                source: BenchReaders.recvmmsg)
             try engine.start()
             subjects.append(Subject("engine, recvmmsg (offloads off)", engineLab, measuresRTT: true, cpuTime: { engineCPU(engine) }, stop: { engine.stop() }))
             let ringLab = try BenchLab(tag: "engring", throughWire: true)
-            let ringEngine = try EngineRuntime(
-                wire: ringLab.ends!, options: EngineOptions(receiveMethod: .ring), uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+            let ringEngine = try EngineRuntime(wire: ringLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
             try ringEngine.start()
             subjects.append(Subject("engine, ring (offloads off; default)", ringLab, measuresRTT: true, cpuTime: { engineCPU(ringEngine) },
                 stop: { ringEngine.stop() }))
@@ -230,15 +229,15 @@ enum EngineBench {
                 stop: { groEngine.stop() }))
             let segmentLab = try BenchLab(tag: "engseg", throughWire: true, mode: .segmentInEngine)
             let segmenting = try EngineRuntime(
-                wire: segmentLab.ends!, options: EngineOptions(offloads: .segmentInEngine, receiveMethod: .recvmmsg), uplink: PassThroughScheduler(),
-                downlink: PassThroughScheduler())
+                wire: segmentLab.ends!, options: EngineOptions(), uplink: PassThroughScheduler(), downlink: PassThroughScheduler(),
+                source: BenchReaders.segmentingRecvmmsg(counters: SegmentationCounters()))
             try segmenting.start()
             subjects.append(Subject("engine, recvmmsg, GSO cut in the engine", segmentLab, measuresRTT: false, cpuTime: { engineCPU(segmenting) },
                 stop: { segmenting.stop() }))
             let ringSegmentLab = try BenchLab(tag: "engringseg", throughWire: true, mode: .segmentInEngine)
             let ringSegmenting = try EngineRuntime(
-                wire: ringSegmentLab.ends!, options: EngineOptions(offloads: .segmentInEngine, receiveMethod: .ring), uplink: PassThroughScheduler(),
-                downlink: PassThroughScheduler())
+                wire: ringSegmentLab.ends!, options: EngineOptions(), uplink: PassThroughScheduler(), downlink: PassThroughScheduler(),
+                source: BenchReaders.segmentingRing(counters: SegmentationCounters()))
             try ringSegmenting.start()
             subjects.append(Subject("engine, ring, GSO cut in the engine", ringSegmentLab, measuresRTT: false, cpuTime: { engineCPU(ringSegmenting) },
                 stop: { ringSegmenting.stop() }))

@@ -123,8 +123,8 @@ public final class EngineService: @unchecked Sendable {
         let router = try NamedNamespace(existing: configuration.routerNamespace)
         for plan in try plans() {
             try WirePreparation.prepare(plan.wire)
-            try WirePreparation.preparePeer(plan.clientPeer, in: client, mode: configuration.options.offloads)
-            try WirePreparation.preparePeer(plan.routerPeer, in: router, mode: configuration.options.offloads)
+            try WirePreparation.preparePeer(plan.clientPeer, in: client)
+            try WirePreparation.preparePeer(plan.routerPeer, in: router)
             let runtime = try EngineRuntime(
                 wire: plan.wire, options: configuration.options,
                 uplink: DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .uplink)),

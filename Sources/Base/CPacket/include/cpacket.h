@@ -7,6 +7,7 @@
 #ifndef LINKCOND_CPACKET_H
 #define LINKCOND_CPACKET_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -61,6 +62,26 @@ static inline uint64_t cpk_monotonic_ns(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/* TPACKET_V2 ring geometry from <linux/if_packet.h>, whose function-like macros Swift cannot import. */
+/* TPACKET_ALIGN(length): `length` rounded up to TPACKET_ALIGNMENT (16). */
+static inline size_t cpk_tpacket_align(size_t length) {
+    return TPACKET_ALIGN(length);
+}
+/* TPACKET_ALIGNMENT: what ring frames and their parts are aligned to. */
+static inline size_t cpk_tpacket_alignment(void) {
+    return TPACKET_ALIGNMENT;
+}
+/* TPACKET2_HDRLEN: the aligned struct tpacket2_hdr followed by a struct sockaddr_ll, the part of every
+ * frame before the kernel's own padding (af_packet.c sets po->tp_hdrlen to it for TPACKET_V2). */
+static inline size_t cpk_tpacket2_hdrlen(void) {
+    return TPACKET2_HDRLEN;
+}
+/* Where a frame's struct sockaddr_ll starts: right after the aligned header (tpacket_rcv writes it at
+ * h.raw + TPACKET_ALIGN(sizeof(struct tpacket2_hdr))). */
+static inline size_t cpk_tpacket2_address_offset(void) {
+    return TPACKET_ALIGN(sizeof(struct tpacket2_hdr));
 }
 
 /* tp_status of a TPACKET_V2 ring frame, read with acquire and written with release ordering: the kernel

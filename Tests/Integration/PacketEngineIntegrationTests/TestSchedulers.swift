@@ -1,3 +1,4 @@
+import EngineBenchIO
 import LinkEmulation
 import PacketEngine
 

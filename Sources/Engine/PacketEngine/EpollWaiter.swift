@@ -2,14 +2,67 @@ import CPacket
 import Glibc
 import LinkEmulation
 
+/// How the engine's directions sleep: epoll over the receive socket, a `CLOCK_MONOTONIC` timerfd armed
+/// with absolute deadlines, and an eventfd other threads write to wake the direction.
+final class EpollWaiter: DirectionWaiter, @unchecked Sendable {
+    private static var sourceToken: UInt64 { 0 }
+    private static var timerToken: UInt64 { 1 }
+    private static var wakeToken: UInt64 { 2 }
+
+    private let timer: DepartureTimer
+    private let wakeSignal: WakeSignal
+    private let poller: Poller
+
+    /// A waiter for the source reading `sourceDescriptor` (which stays the source's). `place` names the
+    /// direction in messages.
+    init(sourceDescriptor: Int32, place: String) throws(PacketEngineError) {
+        timer = try DepartureTimer(place: place)
+        wakeSignal = try WakeSignal(place: place)
+        poller = try Poller(place: place)
+        try poller.add(sourceDescriptor, token: Self.sourceToken, operation: "epoll_ctl ADD the receive socket of \(place)")
+        try poller.add(timer.fileDescriptor, token: Self.timerToken, operation: "epoll_ctl ADD the timer of \(place)")
+        try poller.add(wakeSignal.fileDescriptor, token: Self.wakeToken, operation: "epoll_ctl ADD the wake signal of \(place)")
+    }
+
+    @inline(__always)
+    func armTimer(at deadline: MonotonicNanoseconds) {
+        timer.arm(at: deadline)
+    }
+
+    /// Sleeps in `epoll_wait` with no time limit; always true.
+    @inline(__always)
+    func wait(_ report: (WaitEvent) -> Void) -> Bool {
+        poller.wait(timeoutMilliseconds: -1) { token, events in
+            switch token {
+            case Self.sourceToken:
+                // A pending socket error (ENETDOWN when the end goes down) keeps epoll reporting it until it is
+                // taken; recvmmsg takes it, a ring never does.
+                report(events & UInt32(EPOLLERR.rawValue) != 0 ? .sourceError : .readable)
+            case Self.timerToken:
+                timer.acknowledge()
+                report(.timer)
+            default:
+                wakeSignal.acknowledge()
+                report(.woken)
+            }
+        }
+        return true
+    }
+
+    func wake() {
+        wakeSignal.wake()
+    }
+
+    func close() {
+        poller.close()
+        timer.close()
+        wakeSignal.close()
+    }
+}
+
 /// A `CLOCK_MONOTONIC` timerfd armed with absolute deadlines, for the next departure of a direction.
-///
-/// It is re-armed only when the wanted deadline is earlier than the armed one (or nothing is armed): a
-/// wake-up for a deadline that has moved later is harmless, and saves a system call per frame.
 final class DepartureTimer {
     private(set) var fileDescriptor: Int32
-    /// The deadline the timer is armed for, nil when disarmed or expired.
-    private(set) var armed: MonotonicNanoseconds?
 
     init(place: String) throws(PacketEngineError) {
         fileDescriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
@@ -25,20 +78,16 @@ final class DepartureTimer {
         fileDescriptor = -1
     }
 
-    /// Makes sure the timer fires at or before `deadline`.
+    /// Arms the timer for `deadline` (`timerfd_settime` with `TFD_TIMER_ABSTIME`; 0 would disarm it).
     @inline(__always)
-    func ensure(firesBy deadline: MonotonicNanoseconds) {
-        if let armed, armed <= deadline { return }
-        // A zero deadline would disarm; a deadline of 1 ns is long past and fires at once.
+    func arm(at deadline: MonotonicNanoseconds) {
         _ = cpk_timerfd_arm_absolute(fileDescriptor, max(deadline, 1))
-        armed = deadline
     }
 
     /// Consumes an expiry (after the descriptor polled readable).
     func acknowledge() {
         var expirations: UInt64 = 0
         _ = read(fileDescriptor, &expirations, 8)
-        armed = nil
     }
 }
 

@@ -28,7 +28,8 @@ struct VirtioNetHeader {
     }
 }
 
-/// What the kernel's software GSO and checksum helpers do, for frames read with `PACKET_VNET_HDR`:
+/// What the kernel's software GSO and checksum helpers do, for frames read with `PACKET_VNET_HDR` (by
+/// linkcond-bench's ``SegmentingSource``):
 /// complete a partial checksum, and cut a TCP super-frame into MTU-sized segments with complete checksums
 /// (so the model sees the frames a real link carries, and the receiver verifies every checksum).
 enum GSOSegmenter {
@@ -55,7 +56,8 @@ enum GSOSegmenter {
         _ frame: UnsafeRawBufferPointer, segmentSize: Int, slotSize: Int, slot: () -> UnsafeMutableRawPointer,
         emit: (UnsafeMutableRawBufferPointer) -> Void
     ) -> Int? {
-        guard let base = frame.baseAddress, frame.count >= 14 + 20 + 20, segmentSize > 0 else { return nil }
+        // A segment's IP lengths are 16-bit fields: the IP packet must be at most 65,535 bytes (no BIG TCP).
+        guard let base = frame.baseAddress, frame.count >= 14 + 20 + 20, frame.count - 14 <= 65_535, segmentSize > 0 else { return nil }
         let etherType = UInt16(frame[12]) << 8 | UInt16(frame[13])
         let ip = 14
         let isIPv4: Bool

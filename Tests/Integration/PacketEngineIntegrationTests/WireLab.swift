@@ -110,6 +110,17 @@ class EngineTestCase: XCTestCase {
         return runtime
     }
 
+    /// The same with a reader of linkcond-bench's (`BenchReaders`) in place of the engine's ring.
+    func startEngine<S: FrameScheduler, Source: FrameSource>(
+        _ lab: WireLab, options: EngineOptions = EngineOptions(), uplink: sending S, downlink: sending S,
+        source: (PacketSocket, SourceSizes) throws(PacketEngineError) -> Source
+    ) throws -> EngineRuntime<S> {
+        let runtime = try EngineRuntime(wire: lab.ends, options: options, uplink: uplink, downlink: downlink, source: source)
+        addTeardownBlock { runtime.stop() }
+        try runtime.start()
+        return runtime
+    }
+
     func withDescriptor<T>(_ namespace: NamedNamespace, _ body: (NamespaceDescriptor) throws -> T) throws -> T {
         let fd = open(namespace.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw NamespaceError.system(operation: "open \(namespace.path)", errno: errno) }

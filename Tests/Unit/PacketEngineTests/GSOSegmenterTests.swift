@@ -1,9 +1,13 @@
+import CPacket
+import LinkEmulation
 import XCTest
 
+@testable import EngineBenchIO
 @testable import PacketEngine
 
 /// Segmentation and checksum completion on synthetic frames (no privileges needed), checked against an
-/// independent RFC 1071 implementation.
+/// independent RFC 1071 implementation; and linkcond-bench's segmenting reader doing both in front of the
+/// loop, over an embedded wire.
 final class GSOSegmenterTests: XCTestCase {
     private func checksum(_ bytes: ArraySlice<UInt8>, initial: UInt32 = 0) -> UInt16 {
         var sum = initial
@@ -127,5 +131,55 @@ final class GSOSegmenterTests: XCTestCase {
         XCTAssertNil(tcp.withUnsafeBytes { GSOSegmenter.segmentTCP($0, segmentSize: 4000, slotSize: 2048, slot: { slot }, emit: { _ in emitted += 1 }) },
             "segments larger than a slot")
         XCTAssertEqual(emitted, 0)
+    }
+
+    /// A `virtio_net_hdr` as `PACKET_VNET_HDR` writes it (little-endian).
+    private func virtioHeader(needsChecksum: Bool, gsoType: UInt8, gsoSize: Int, checksumStart: Int, checksumOffset: Int) -> [UInt8] {
+        func le(_ value: Int) -> [UInt8] { [UInt8(value & 0xff), UInt8(value >> 8)] }
+        return [needsChecksum ? UInt8(VIRTIO_NET_HDR_F_NEEDS_CSUM) : 0, gsoType] + le(54) + le(gsoSize) + le(checksumStart) + le(checksumOffset)
+    }
+
+    func testTheSegmentingReaderHandsTheLoopSegmentsAndCompletedChecksums() {
+        let wire = EmbeddedWire(batchCapacity: 4, slots: 8, slotSize: 16_384)
+        let counters = SegmentationCounters()
+        let source = SegmentingSource(inner: wire, frameBytes: 1518, segmentSlots: 16, entries: 16, counters: counters)
+        let loop = DirectionLoop(
+            direction: .uplink, scheduler: PassThroughScheduler(), source: source, sink: wire, batch: SendBatch(capacity: 64, slotSize: 1518),
+            clock: VirtualClock(wire: wire), waiter: wire)
+        // A TCPv4 super-frame, as a stack with TSO hands it over (its checksum is computed afresh per segment).
+        let big = superFrame(ipv6: false, payload: 10_000, flags: 0x18)
+        wire.push(virtioHeader(needsChecksum: true, gsoType: UInt8(VIRTIO_NET_HDR_GSO_TCPV4), gsoSize: 1448, checksumStart: 34, checksumOffset: 16) + big)
+        // A plain frame whose TCP checksum holds only the pseudo-header sum.
+        var plain = superFrame(ipv6: false, payload: 333, flags: 0x18)
+        plain[16] = UInt8((20 + 20 + 333) >> 8)
+        plain[17] = UInt8((20 + 20 + 333) & 0xff)
+        let tcpLength = 20 + 333
+        let partial = ~checksum((Array(plain[26..<34]) + [0, 6, UInt8(tcpLength >> 8), UInt8(tcpLength & 0xff)])[...])
+        plain[50] = UInt8(partial >> 8)
+        plain[51] = UInt8(partial & 0xff)
+        wire.push(virtioHeader(needsChecksum: true, gsoType: UInt8(VIRTIO_NET_HDR_GSO_NONE), gsoSize: 0, checksumStart: 34, checksumOffset: 16) + plain)
+        // UDP segmentation, which the reader cannot do: dropped and counted.
+        wire.push(virtioHeader(needsChecksum: false, gsoType: UInt8(VIRTIO_NET_HDR_GSO_UDP), gsoSize: 1448, checksumStart: 0, checksumOffset: 0) + plain)
+        // A super-frame needing more segments than a batch's slots: dropped and counted.
+        wire.push(virtioHeader(needsChecksum: false, gsoType: UInt8(VIRTIO_NET_HDR_GSO_TCPV4), gsoSize: 500, checksumStart: 0, checksumOffset: 0) + big)
+        XCTAssertFalse(loop.run())
+
+        let sent = wire.sent.map(\.bytes)
+        XCTAssertEqual(sent.count, 7 + 1)
+        for (index, segment) in sent.prefix(7).enumerated() {
+            XCTAssertLessThanOrEqual(segment.count, 14 + 1500, "segment \(index) is larger than the MTU")
+            XCTAssertEqual(checksum(segment[14..<34]), 0, "IPv4 header checksum of segment \(index)")
+            XCTAssertTrue(tcpChecksumVerifies(segment, ipv6: false), "TCP checksum of segment \(index)")
+        }
+        XCTAssertEqual(sent.prefix(7).flatMap { $0[54...] }, Array(big[54...]))
+        XCTAssertEqual(Array(sent[7][..<50]) + sent[7][52...], Array(plain[..<50]) + plain[52...], "only the checksum may change")
+        XCTAssertTrue(tcpChecksumVerifies(sent[7], ipv6: false), "the partial checksum was not completed")
+        XCTAssertEqual(counters.superFrames.load(ordering: .relaxed), 1)
+        XCTAssertEqual(counters.segments.load(ordering: .relaxed), 7)
+        XCTAssertEqual(counters.checksumsCompleted.load(ordering: .relaxed), 1)
+        XCTAssertEqual(counters.unsupported.load(ordering: .relaxed), 1)
+        XCTAssertEqual(counters.overflows.load(ordering: .relaxed), 1)
+        XCTAssertEqual(loop.statistics.received, 8)
+        XCTAssertEqual(wire.referenceViolations, 0)
     }
 }
