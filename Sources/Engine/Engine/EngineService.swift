@@ -144,23 +144,36 @@ public final class EngineService: @unchecked Sendable {
         }
     }
 
-    /// What a direction's model holds, read on its own thread.
-    private struct ModelReading: Sendable {
+    /// What a direction holds and has counted, read on its own thread in one visit.
+    private struct Reading: Sendable {
         var conditions: LinkConditions
         var options: DirectionOptions
         var counters: DirectionCounters
+        var statistics: DirectionStatistics
 
-        init(_ emulator: DirectionEmulator) {
+        init(_ emulator: DirectionEmulator, _ statistics: DirectionStatistics) {
             conditions = emulator.conditions
             options = emulator.options
             counters = emulator.counters
+            self.statistics = statistics
+        }
+
+        var state: EngineDirectionState {
+            let lateness = statistics.lateness.count == 0 ? nil : EngineLateness(
+                count: statistics.lateness.count, median: statistics.lateness.quantile(0.5) ?? 0,
+                p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
+            return EngineDirectionState(
+                counters: counters, sendFailures: statistics.sendFailures, receiveOverruns: statistics.receiveOverruns, lateness: lateness)
         }
     }
 
+    /// A link's two directions as one visit read them: nil where the visit failed.
+    private typealias LinkReading = (uplink: Reading?, downlink: Reading?)
+
     /// Carries out one request (on its connection's thread; the models change on each direction's own
-    /// thread). An apply replaces each direction's model and reads it back in the same visit to that
-    /// direction's thread, so an apply costs two visits per direction (the model, the I/O statistics), not
-    /// three: each visit wakes a sleeping thread, and on a loaded machine each wake-up waits for a CPU.
+    /// thread). Each link's two directions are visited at the same time, once per request: an apply swaps
+    /// each model and reads it back, with the I/O's counters, in that one visit (each visit wakes a sleeping
+    /// thread, and on a loaded machine each wake-up waits for a CPU).
     ///
     /// A change is put in force only while its deadline has not passed, checked on each direction's thread
     /// right before the swap; a change that misses it changes nothing (a direction already swapped is put
@@ -181,7 +194,7 @@ public final class EngineService: @unchecked Sendable {
                 error: "this sandbox has no \(missing.map(\.rawValue).sorted().joined(separator: ", ")) link", links: state(), pid: getpid())
         }
         return changes.withLock { _ in
-            var readings: [Int: [LinkDirection: ModelReading]] = [:]
+            var readings: [Int: LinkReading] = [:]
             let error = change(request, on: wanted, readings: &readings)
             return EngineResponse(error: error, links: state(readings), pid: getpid())
         }
@@ -189,34 +202,37 @@ public final class EngineService: @unchecked Sendable {
 
     /// Puts an apply or a clear in force on `wanted`, all of it or (past the deadline) none of it; returns
     /// why not, or nil.
-    private func change(_ request: EngineRequest, on wanted: Set<EngineLink>, readings: inout [Int: [LinkDirection: ModelReading]]) -> String? {
+    private func change(_ request: EngineRequest, on wanted: Set<EngineLink>, readings: inout [Int: LinkReading]) -> String? {
         let profile = request.profile ?? Profile(name: "none")
         let deadline = request.deadline ?? .max
-        // What each swapped direction held before, to put back if a later one comes too late.
-        var swapped: [(forwarding: Forwarding, direction: LinkDirection, before: ModelReading)] = []
-        for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) {
-            for direction in LinkDirection.allCases {
-                let conditions = profile.conditions(direction)
-                let outcome: (before: ModelReading, after: ModelReading)?
-                do {
-                    outcome = try forwarding.runtime.perform(on: Direction(direction)) { emulator -> (before: ModelReading, after: ModelReading)? in
-                        guard MonotonicClock.nanoseconds() <= deadline else { return nil }
-                        let before = ModelReading(emulator)
-                        emulator.replace(conditions: conditions, options: DirectionOptions(profile: profile, direction: direction, seed: emulator.options.seed))
-                        return (before, ModelReading(emulator))
-                    }
-                } catch {
-                    rollBack(swapped)
-                    return "\(error)"
-                }
-                guard let outcome else {
-                    rollBack(swapped)
-                    return "the change came too late: its deadline passed before the \(forwarding.plan.link.rawValue) \(direction.rawValue) could take it "
-                        + "(the engine was held up); nothing changed"
-                }
-                swapped.append((forwarding, direction, outcome.before))
-                readings[index, default: [:]][direction] = outcome.after
+        // What each swapped direction held before, to put back if another one comes too late.
+        var swapped: [(forwarding: Forwarding, direction: Direction, before: Reading)] = []
+        var failure: String?
+        for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) && failure == nil {
+            let outcome = forwarding.runtime.performOnBoth { direction, emulator, statistics -> (before: Reading, after: Reading)? in
+                guard MonotonicClock.nanoseconds() <= deadline else { return nil }
+                let before = Reading(emulator, statistics)
+                let side = LinkDirection(direction)
+                emulator.replace(conditions: profile.conditions(side), options: DirectionOptions(profile: profile, direction: side, seed: emulator.options.seed))
+                return (before, Reading(emulator, statistics))
             }
+            for (direction, result) in [(Direction.uplink, outcome.uplink), (.downlink, outcome.downlink)] {
+                switch result {
+                case .success(let swap?):
+                    swapped.append((forwarding, direction, swap.before))
+                    if direction == .uplink { readings[index, default: (nil, nil)].uplink = swap.after } else { readings[index, default: (nil, nil)].downlink = swap.after }
+                case .success(nil):
+                    failure = failure ?? "the change came too late: its deadline passed before the \(forwarding.plan.link.rawValue) \(direction) could take it "
+                        + "(the engine was held up); nothing changed"
+                case .failure(let error):
+                    failure = failure ?? "\(error)"
+                }
+            }
+        }
+        if let failure {
+            rollBack(swapped)
+            readings = [:]
+            return failure
         }
         for forwarding in links where wanted.contains(forwarding.plan.link) {
             forwarding.held.withLock { $0 = (request.operation == .apply ? profile.name : nil, request.generation ?? $0.generation) }
@@ -224,43 +240,35 @@ public final class EngineService: @unchecked Sendable {
         return nil
     }
 
-    /// Puts back what each direction held before a change that could not be completed, last first.
-    private func rollBack(_ swapped: [(forwarding: Forwarding, direction: LinkDirection, before: ModelReading)]) {
+    /// Puts back what each direction held before a change that could not be completed.
+    private func rollBack(_ swapped: [(forwarding: Forwarding, direction: Direction, before: Reading)]) {
         for (forwarding, direction, before) in swapped.reversed() {
-            _ = try? forwarding.runtime.perform(on: Direction(direction)) { emulator in
+            _ = try? forwarding.runtime.perform(on: direction) { emulator in
                 emulator.replace(conditions: before.conditions, options: before.options)
             }
         }
     }
 
-    /// Every link's state; `readings` are models already read on this request (by link index), not read again.
-    private func state(_ readings: [Int: [LinkDirection: ModelReading]] = [:]) -> [EngineLinkState] {
+    /// Every link's state; `readings` are links already read on this request (by link index), not read again.
+    private func state(_ readings: [Int: LinkReading] = [:]) -> [EngineLinkState] {
         links.enumerated().map { index, forwarding in
-            var models: [LinkDirection: ModelReading] = [:]
-            func direction(_ direction: LinkDirection) -> EngineDirectionState {
-                let model = readings[index]?[direction] ?? (try? forwarding.runtime.perform(on: Direction(direction)) { ModelReading($0) })
-                models[direction] = model
-                let statistics = forwarding.runtime.statistics(of: Direction(direction))
-                let lateness = statistics.lateness.count == 0 ? nil : EngineLateness(
-                    count: statistics.lateness.count, median: statistics.lateness.quantile(0.5) ?? 0,
-                    p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
-                return EngineDirectionState(
-                    counters: model?.counters ?? DirectionCounters(), sendFailures: statistics.sendFailures,
-                    receiveOverruns: statistics.receiveOverruns, lateness: lateness)
+            var reading = readings[index] ?? (nil, nil)
+            if reading.uplink == nil || reading.downlink == nil {
+                let visit = forwarding.runtime.performOnBoth { _, emulator, statistics in Reading(emulator, statistics) }
+                reading = (try? visit.uplink.get(), try? visit.downlink.get())
             }
-            let uplink = direction(.uplink)
-            let downlink = direction(.downlink)
+            let empty = EngineDirectionState(counters: DirectionCounters())
             let held = forwarding.held.withLock { $0 }
             return EngineLinkState(
                 link: forwarding.plan.link, clientSide: forwarding.plan.wire.clientSide, routerSide: forwarding.plan.wire.routerSide,
-                profile: held.profile.map { Self.heldProfile(named: $0, uplink: models[.uplink], downlink: models[.downlink]) },
-                generation: held.generation, uplink: uplink, downlink: downlink)
+                profile: held.profile.map { Self.heldProfile(named: $0, uplink: reading.uplink, downlink: reading.downlink) },
+                generation: held.generation, uplink: reading.uplink?.state ?? empty, downlink: reading.downlink?.state ?? empty)
         }
     }
 
     /// The profile the models hold, read back from them (not from the request): each direction's conditions,
     /// the uplink's DNS delay and the targets.
-    private static func heldProfile(named name: String, uplink: ModelReading?, downlink: ModelReading?) -> Profile {
+    private static func heldProfile(named name: String, uplink: Reading?, downlink: Reading?) -> Profile {
         var profile = Profile(name: name)
         if let uplink {
             profile.uplink = uplink.conditions
@@ -279,6 +287,13 @@ public final class EngineService: @unchecked Sendable {
 extension Direction {
     /// The engine direction of a profile direction (the same words).
     init(_ direction: LinkDirection) {
+        self = direction == .uplink ? .uplink : .downlink
+    }
+}
+
+extension LinkDirection {
+    /// The profile direction of an engine direction (the same words).
+    init(_ direction: Direction) {
         self = direction == .uplink ? .uplink : .downlink
     }
 }

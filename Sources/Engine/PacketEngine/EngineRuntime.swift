@@ -184,6 +184,32 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
     }
 }
 
+extension EngineRuntime {
+    /// Runs `body` on both directions' threads at the same time — each with its own scheduler and its
+    /// statistics (its thread's counters copied in first) — and returns when both have run: one wake-up of
+    /// each thread, side by side, where a ``perform(on:_:)`` and a ``statistics(of:)`` per direction would
+    /// wake them four times in a row (on a loaded machine each wake-up waits for a CPU). Before ``start()``
+    /// and after ``stop()`` the bodies run on the calling thread. The body must not call back into the runtime.
+    public func performOnBoth<T: Sendable>(
+        _ body: @escaping @Sendable (_ direction: Direction, _ scheduler: inout Scheduler, _ statistics: DirectionStatistics) throws -> T
+    ) -> (uplink: Result<T, any Error>, downlink: Result<T, any Error>) {
+        let outcomes = [Outcome<T>(), Outcome<T>()]
+        var queued: [DirectionJob<Scheduler>] = []
+        for (index, direction) in [Direction.uplink, .downlink].enumerated() {
+            let loop = self.loop(direction)
+            let outcome = outcomes[index]
+            let job = DirectionJob<Scheduler> { loop, onDirectionThread in
+                if onDirectionThread { loop.recordThreadCounters() }
+                let statistics = loop.statistics
+                outcome.result = Result { try body(loop.direction, &loop.scheduler, statistics) }
+            }
+            if loop.mailbox.enqueue(job, loop: loop) { queued.append(job) }
+        }
+        for job in queued { job.wait() }
+        return (outcomes[0].result!, outcomes[1].result!)
+    }
+}
+
 /// Where a job leaves its result for the thread that waits on it (the job's completion orders the accesses).
 private final class Outcome<T>: @unchecked Sendable {
     var result: Result<T, any Error>?

@@ -63,6 +63,15 @@ public struct SandboxConditioning: Sendable {
         }
     }
 
+    /// How closely ``prepare(_:cellular:server:in:verify:isCancelled:progress:)`` looks at a sandbox that is up.
+    public enum Verification: Sendable {
+        /// Every link, address and default route read back from the kernel, and the processes (`up`).
+        case full
+        /// The namespaces and the processes only (`apply`, a run): a link deleted from outside shows in
+        /// `status` and is put right by `up`, and a change of conditions fails on it with the kernel's word.
+        case quick
+    }
+
     /// Brings the sandbox up for `choice` unless it is up and healthy with a backend that fits the choice.
     /// Returns the backend and what `up` did (nil when the sandbox was up already and left alone). Takes the
     /// sandbox's lock for the while.
@@ -78,33 +87,39 @@ public struct SandboxConditioning: Sendable {
         return try prepare(choice, cellular: cellular, server: server, in: transaction, isCancelled: isCancelled, progress: progress)
     }
 
-    /// ``prepare(_:cellular:server:isCancelled:progress:)`` within `transaction`, which holds the lock.
+    /// ``prepare(_:cellular:server:isCancelled:progress:)`` within `transaction`, which holds the lock, looking
+    /// at a sandbox that is up as closely as `verify` says.
+    ///
+    /// A sandbox whose namespaces and links are whole but one of whose processes died gets that process
+    /// started again, alone (``Sandbox/UpOutcome/repaired``): the namespaces, and the user's processes in
+    /// them, stay. A stopped process is refused with what to do. Anything else broken is rebuilt.
     public func prepare(
         _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, in transaction: SandboxTransaction,
-        isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
+        verify: Verification = .full, isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
     ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
-        if case let .state(state) = transaction.record, state.complete, sandbox.structuralProblems(state).isEmpty,
-            !sandbox.processProblems(state).isEmpty, Self.kind(of: state).rawValue == choice.rawValue || choice == .auto,
-            !cellular || state.cellular
-        {
-            // Whole but for a process: restart that one, never the namespaces (the user's processes live in them).
-            if let stopped = state.processes.first(where: \.isStopped) {
-                throw .process(
-                    role: stopped.role.rawValue,
-                    detail: "pid \(stopped.pid) is stopped (SIGSTOP or a debugger): 'kill -CONT \(stopped.pid)' resumes it, 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' removes the sandbox")
-            }
-            try repair(state, server: server, in: transaction, progress: progress)
-            return (try backend(Self.kind(of: state)), .repaired)
-        }
-        if case let .state(state) = transaction.record, sandbox.isHealthy(state) {
+        if case let .state(state) = transaction.record, state.complete {
+            let structural = verify == .full ? sandbox.structuralProblems(state) : sandbox.missingNamespaces(state)
+            let processes = sandbox.processProblems(state)
             let kind = Self.kind(of: state)
-            if cellular && !state.cellular {
-                throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' has no cellular link (ww0); bring it up with 'linkcond up --cellular\(SandboxError.nameOption(sandbox.topology.name))' after 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))'")
+            if structural.isEmpty && processes.isEmpty {
+                if cellular && !state.cellular {
+                    throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' has no cellular link (ww0); bring it up with 'linkcond up --cellular\(SandboxError.nameOption(sandbox.topology.name))' after 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))'")
+                }
+                if choice != .auto && choice.rawValue != kind.rawValue {
+                    throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' is up with the \(kind.rawValue) backend, not \(choice.rawValue); remove it with 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' first")
+                }
+                return (try backend(kind), nil)
             }
-            if choice != .auto && choice.rawValue != kind.rawValue {
-                throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' is up with the \(kind.rawValue) backend, not \(choice.rawValue); remove it with 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' first")
+            if structural.isEmpty && (choice == .auto || choice.rawValue == kind.rawValue) && (!cellular || state.cellular) {
+                // Whole but for a process: restart that one, never the namespaces (the user's processes live in them).
+                if let stopped = state.processes.first(where: \.isStopped) {
+                    throw .process(
+                        role: stopped.role.rawValue,
+                        detail: "pid \(stopped.pid) is stopped (SIGSTOP or a debugger): 'kill -CONT \(stopped.pid)' resumes it, 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' removes the sandbox")
+                }
+                try repair(state, server: server, in: transaction, progress: progress)
+                return (try backend(kind), .repaired)
             }
-            return (try backend(kind), nil)
         }
         let kind = try Self.resolve(choice)
         var engine: Sandbox.ProcessLaunch?

@@ -63,6 +63,12 @@ extension Sandbox {
         return problems
     }
 
+    /// The namespaces of the state's shape that do not exist (a look at `/run/netns` only, no netlink).
+    public func missingNamespaces(_ state: SandboxState) -> [String] {
+        SandboxHealthPlan(cellular: state.cellular, wire: state.wire).namespaces.map { topology.namespace($0.0) }
+            .filter { !NamedNamespace.exists($0) }.map { "namespace \($0) is missing" }
+    }
+
     /// What is wrong with the processes `up` started: not running, or stopped.
     public func processProblems(_ state: SandboxState) -> [String] {
         var problems: [String] = []

@@ -30,7 +30,7 @@ enum ConditionCommands {
         let links = links(parsed)
         let (backend, outcome) = try conditioning.prepare(
             SandboxCommands.backendChoice(parsed), cellular: links?.contains(.cellular) ?? false,
-            server: SandboxCommands.serveLaunch(sandbox, executable: executable), in: transaction, isCancelled: { Interrupts.received },
+            server: SandboxCommands.serveLaunch(sandbox, executable: executable), in: transaction, verify: .quick, isCancelled: { Interrupts.received },
             progress: Output.progress)
         if !parsed.flag("json") {
             switch outcome {
