@@ -4,8 +4,8 @@ import PackageDescription
 // Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
-//   CMnl, CSpawn, CPacket, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
-//   Netlink, Profiles, Responders, Timeline, CNetlinkFloor    netlink; profiles; the server; reports; a C floor
+//   CMnl, CSpawn, CPacket, CLinkcondSystem, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
+//   LinkcondSystem, Netlink, Profiles, Responders, Timeline, CNetlinkFloor    descriptors, errno; netlink; profiles; the server; reports; a C floor
 //   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
 //   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
 //   Engine, Conditioning                                       the engine process; the backends
@@ -15,6 +15,7 @@ import PackageDescription
 let package = Package(
     name: "linkcond",
     products: [
+        .library(name: "LinkcondSystem", targets: ["LinkcondSystem"]),
         .library(name: "Netlink", targets: ["Netlink"]),
         .library(name: "RouteNetlink", targets: ["RouteNetlink"]),
         .library(name: "NetNamespace", targets: ["NetNamespace"]),
@@ -32,6 +33,9 @@ let package = Package(
             pkgConfig: "libmnl",
             providers: [.apt(["libmnl-dev"])]
         ),
+        // The system layer's window on GNU-only calls (accept4, pipe2); a header, nothing to link.
+        .systemLibrary(name: "CLinkcondSystem"),
+        .target(name: "LinkcondSystem", dependencies: ["CLinkcondSystem"]),
         .target(name: "CSpawn"),
         .target(name: "LinkcondBase"),
         .target(name: "Netlink", dependencies: ["CMnl"]),
@@ -106,6 +110,7 @@ let package = Package(
         .testTarget(
             name: "PacketEngineTests", dependencies: ["PacketEngine", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
+        .testTarget(name: "LinkcondSystemTests", dependencies: ["LinkcondSystem"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
         .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
@@ -124,7 +129,7 @@ let package = Package(
 // and its C floors apart from the product (Bench/<target>), and the tests by whether they need root
 // (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root).
 let folders: [String: [String]] = [
-    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "LinkcondBase", "JSONDocument"],
+    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "CLinkcondSystem", "LinkcondSystem", "LinkcondBase", "JSONDocument"],
     "Sources/Kernel": ["Netlink", "NetlinkTesting", "RouteNetlink", "NetNamespace"],
     "Sources/Model": ["Profiles", "LinkEmulation", "Timeline"],
     "Sources/Engine": ["PacketEngine", "EngineControl", "Engine"],
@@ -134,6 +139,7 @@ let folders: [String: [String]] = [
     "Tests/Unit": [
         "NetlinkTests", "RouteNetlinkTests", "NetemNetlinkTests", "RespondersTests", "EngineControlTests", "JSONDocumentTests",
         "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "TimelineTests", "ScenariosTests",
+        "LinkcondSystemTests",
     ],
     "Tests/Integration": ["IntegrationTests", "PacketEngineTests"],
 ]
