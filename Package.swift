@@ -5,9 +5,10 @@ import PackageDescription
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
 //   CMnl, CSpawn, CPacket, CLinkcondSystem, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
-//   LinkcondSystem, Netlink, Profiles, Responders, Timeline, CNetlinkFloor    descriptors, errno; netlink; profiles; the server; reports; a C floor
-//   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
-//   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
+//   LinkcondSystem, Profiles, Responders, Timeline, CNetlinkFloor    descriptors, sockets, errno; profiles; the server; reports; a C floor
+//   Netlink, LinkEmulation                                     netlink; the link model
+//   NetlinkTesting, RouteNetlink, NetNamespace, EngineControl  fake transport; rtnetlink; namespaces, the socket factory; engine messages
+//   PacketEngine, Sandboxing, PathMonitor                      engine I/O; the sandbox; the monitor
 //   Engine, Conditioning                                       the engine process; the backends
 //   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
 //   LinkcondCLI                                                the command line; no logic a library user needs
@@ -38,13 +39,13 @@ let package = Package(
         .target(name: "LinkcondSystem", dependencies: ["CLinkcondSystem"]),
         .target(name: "CSpawn"),
         .target(name: "LinkcondBase"),
-        .target(name: "Netlink", dependencies: ["CMnl"]),
+        .target(name: "Netlink", dependencies: ["CMnl", "LinkcondSystem"]),
         // For tests only: a fake byte transport and encoders of kernel replies (no product links it).
         .target(name: "NetlinkTesting", dependencies: ["Netlink", "CMnl"]),
         // For linkcond-bench only: the same requests sent with raw libmnl from C, the floor to compare with.
         .target(name: "CNetlinkFloor", dependencies: ["CMnl"]),
         .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase"]),
-        .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
+        .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn", "LinkcondSystem"]),
         .target(name: "Responders", dependencies: ["LinkcondBase"]),
         .target(name: "JSONDocument"),
         .target(name: "Profiles", dependencies: ["JSONDocument", "LinkcondBase"]),

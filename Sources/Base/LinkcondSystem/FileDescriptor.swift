@@ -161,6 +161,7 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
     /// Runs `body`, then closes the descriptor whether or not `body` threw. A failure of `close` itself is
     /// not reported (the descriptor is released either way); close explicitly where it matters, as after
     /// writing a file whose data must have reached the disk.
+    @discardableResult
     public func closeAfter<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         defer { try? close() }
         return try body()
