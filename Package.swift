@@ -44,14 +44,14 @@ let package = Package(
         .target(name: "NetlinkTesting", dependencies: ["Netlink", "CMnl"]),
         // For linkcond-bench only: the same requests sent with raw libmnl from C, the floor to compare with.
         .target(name: "CNetlinkFloor", dependencies: ["CMnl"]),
-        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase"]),
+        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase", "LinkcondSystem"]),
         .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn", "LinkcondSystem"]),
         .target(name: "Responders", dependencies: ["LinkcondBase"]),
         .target(name: "JSONDocument"),
         .target(name: "Profiles", dependencies: ["JSONDocument", "LinkcondBase"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles", "LinkcondBase"]),
         .target(name: "CPacket"),
-        .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl", "LinkcondBase"]),
+        .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
         .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
@@ -120,7 +120,7 @@ let package = Package(
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LinkcondBase", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
+            dependencies: ["LinkcondBase", "LinkcondSystem", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
         ),
     ],
     swiftLanguageModes: [.v6]
