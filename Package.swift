@@ -4,11 +4,12 @@ import PackageDescription
 // Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
-//   CMnl, CSpawn, CPacket, CLinkcondSystem, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
-//   LinkcondSystem, Profiles, Responders, Timeline, CNetlinkFloor    descriptors, sockets, errno; profiles; the server; reports; a C floor
-//   Netlink, LinkEmulation                                     netlink; the link model
-//   NetlinkTesting, RouteNetlink, NetNamespace, EngineControl  fake transport; rtnetlink; namespaces, the socket factory; engine messages
-//   PacketEngine, Sandboxing, PathMonitor                      engine I/O; the sandbox; the monitor
+//   CMnl, CSpawn, CPacket, CLinkcondSystem, bare-forwarder     C shims (libmnl, spawn, AF_PACKET, GNU-only calls); a C floor
+//   LinkcondSystem, CNetlinkFloor                              descriptors, sockets, errno, EINTR; a C floor
+//   LinkcondBase, Netlink, JSONDocument                        addresses, clock, DNS; netlink; JSON
+//   NetlinkTesting, RouteNetlink, NetNamespace, Responders, Profiles, Timeline   fake transport; rtnetlink; namespaces and the socket factory; the server; profiles; reports
+//   LinkEmulation, Sandboxing, PathMonitor                     the link model; the sandbox; the monitor
+//   PacketEngine, EngineControl                                engine I/O; its messages
 //   Engine, Conditioning                                       the engine process; the backends
 //   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
 //   LinkcondCLI                                                the command line; no logic a library user needs
@@ -38,7 +39,7 @@ let package = Package(
         .systemLibrary(name: "CLinkcondSystem"),
         .target(name: "LinkcondSystem", dependencies: ["CLinkcondSystem"]),
         .target(name: "CSpawn"),
-        .target(name: "LinkcondBase"),
+        .target(name: "LinkcondBase", dependencies: ["LinkcondSystem"]),
         .target(name: "Netlink", dependencies: ["CMnl", "LinkcondSystem"]),
         // For tests only: a fake byte transport and encoders of kernel replies (no product links it).
         .target(name: "NetlinkTesting", dependencies: ["Netlink", "CMnl"]),
@@ -47,7 +48,7 @@ let package = Package(
         .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase", "LinkcondSystem"]),
         .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn", "LinkcondSystem"]),
         .target(name: "Responders", dependencies: ["LinkcondBase"]),
-        .target(name: "JSONDocument"),
+        .target(name: "JSONDocument", dependencies: ["LinkcondSystem"]),
         .target(name: "Profiles", dependencies: ["JSONDocument", "LinkcondBase"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles", "LinkcondBase"]),
         .target(name: "CPacket"),
@@ -58,10 +59,10 @@ let package = Package(
         .target(
             name: "Engine",
             dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
-        .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "JSONDocument"]),
-        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+        .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem", "JSONDocument"]),
+        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem"]),
         .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
-        .target(name: "Timeline", dependencies: ["LinkcondBase"]),
+        .target(name: "Timeline", dependencies: ["LinkcondBase", "LinkcondSystem"]),
         .target(
             name: "Scenarios",
             dependencies: ["Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders", "LinkcondBase"]),
@@ -115,7 +116,7 @@ let package = Package(
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
         .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
-        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase"]),
+        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         .testTarget(
