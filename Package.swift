@@ -7,8 +7,8 @@ import PackageDescription
 //   CMnl, CSpawn, CPacket, CLinkcondSystem, bare-forwarder     C shims (libmnl, spawn, AF_PACKET, GNU-only calls); a C floor
 //   LinkcondSystem, CNetlinkFloor                              descriptors, sockets, errno, EINTR; a C floor
 //   LinkcondBase, Netlink, JSONDocument                        addresses, clock, DNS; netlink; JSON
-//   NetlinkTesting, RouteNetlink, NetNamespace, Responders, Profiles, Timeline   fake transport; rtnetlink; namespaces and the socket factory; the server; profiles; reports
-//   LinkEmulation, Sandboxing, PathMonitor                     the link model; the sandbox; the monitor
+//   NetlinkTesting, RouteNetlink, NetNamespace, Profiles, Timeline   fake transport; rtnetlink; namespaces, the socket factory; profiles; reports
+//   Responders, LinkEmulation, Sandboxing, PathMonitor         the server; the link model; the sandbox; the monitor
 //   PacketEngine, EngineControl                                engine I/O; its messages
 //   Engine, Conditioning                                       the engine process; the backends
 //   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "CNetlinkFloor", dependencies: ["CMnl"]),
         .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase", "LinkcondSystem"]),
         .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn", "LinkcondSystem"]),
-        .target(name: "Responders", dependencies: ["LinkcondBase"]),
+        .target(name: "Responders", dependencies: ["LinkcondBase", "LinkcondSystem", "NetNamespace"]),
         .target(name: "JSONDocument", dependencies: ["LinkcondSystem"]),
         .target(name: "Profiles", dependencies: ["JSONDocument", "LinkcondBase"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles", "LinkcondBase"]),
