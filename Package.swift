@@ -61,7 +61,7 @@ let package = Package(
             dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem", "JSONDocument"]),
         .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem"]),
-        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
+        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem"]),
         .target(name: "Timeline", dependencies: ["LinkcondBase", "LinkcondSystem"]),
         .target(
             name: "Scenarios",

@@ -39,17 +39,19 @@ public struct SocketOption: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension SocketDescriptor {
-    /// Sets `option` to `value` (`setsockopt(2)`); `value` is passed as its bytes, so give it the C type
-    /// the option takes (`Int32`, `timeval`…).
-    public func setOption<Value: BitwiseCopyable>(_ option: SocketOption, _ value: Value) throws(SystemError) {
-        var value = value
-        _ = try systemCall("setsockopt \(option)") {
-            setsockopt(rawValue, option.level, option.name, &value, socklen_t(MemoryLayout<Value>.size))
-        }
+    /// Sets `option` to `value` (`setsockopt(2)`); `value` is passed as its bytes, so give it the plain C
+    /// type the option takes (`Int32`, `timeval`…).
+    public func setOption<Value>(_ option: SocketOption, _ value: Value) throws(SystemError) {
+        _ = try withUnsafeBytes(of: value) { raw in
+            Result { () throws(SystemError) in
+                try systemCall("setsockopt \(option)") { setsockopt(rawValue, option.level, option.name, raw.baseAddress, socklen_t(raw.count)) }
+            }
+        }.get()
     }
 
-    /// Reads `option` as a `Value` (`getsockopt(2)`); bytes the kernel does not fill stay zero.
-    public func option<Value: BitwiseCopyable>(_ option: SocketOption, as type: Value.Type = Value.self) throws(SystemError) -> Value {
+    /// Reads `option` as a `Value`, a plain C type (`Int32`, `tcp_info`…) (`getsockopt(2)`); bytes the
+    /// kernel does not fill stay zero.
+    public func option<Value>(_ option: SocketOption, as type: Value.Type = Value.self) throws(SystemError) -> Value {
         try withUnsafeTemporaryAllocation(byteCount: MemoryLayout<Value>.size, alignment: MemoryLayout<Value>.alignment) {
             raw throws(SystemError) -> Value in
             raw.initializeMemory(as: UInt8.self, repeating: 0)
