@@ -65,7 +65,10 @@ let package = Package(
         .target(name: "Timeline", dependencies: ["LinkcondBase", "LinkcondSystem"]),
         .target(
             name: "Scenarios",
-            dependencies: ["Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders", "LinkcondBase"]),
+            dependencies: [
+                "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders",
+                "LinkcondBase", "LinkcondSystem",
+            ]),
         .target(
             name: "LinkcondCLI",
             dependencies: [
