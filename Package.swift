@@ -96,7 +96,7 @@ let package = Package(
             name: "linkcond-bench",
             dependencies: [
                 "Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing",
-                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation",
+                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation", "LinkcondSystem",
             ]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
