@@ -135,17 +135,19 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
     /// Ask for one byte more than a limit to learn whether a file is over it.
     public func readToEnd(maximumCount: Int = .max) throws(SystemError) -> [UInt8] {
         var contents: [UInt8] = []
-        let chunk = min(maximumCount, 64 * 1024)
-        while contents.count < maximumCount {
-            let wanted = min(chunk, maximumCount - contents.count)
-            let before = contents.count
-            contents.append(contentsOf: repeatElement(0, count: wanted))
-            let count = try contents.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try read(into: UnsafeMutableRawBufferPointer(rebasing: raw[before...])) }
-            }.get()
-            contents.removeLast(wanted - count)
-            if count == 0 { break }
+        // One buffer, uninitialized, for all the reads: a small file (/proc/PID/stat) costs one read and a
+        // copy of what it holds.
+        let outcome = withUnsafeTemporaryAllocation(byteCount: max(1, min(maximumCount, 64 * 1024)), alignment: 16) { buffer in
+            Result { () throws(SystemError) in
+                while contents.count < maximumCount {
+                    let wanted = min(buffer.count, maximumCount - contents.count)
+                    let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+                    if count == 0 { return }
+                    contents.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                }
+            }
         }
+        try outcome.get()
         return contents
     }
 

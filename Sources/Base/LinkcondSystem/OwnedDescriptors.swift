@@ -2,7 +2,8 @@ import Glibc
 
 /// A file descriptor with exactly one owner, which closes it when it goes away (`deinit`): for holders
 /// that must never close twice nor leak. It cannot be copied; hand it on with `consume`, give it up with
-/// ``release()``, or close it early with ``close()``.
+/// ``release()``, or close it early with ``close()``. Bind it to a name before calling through
+/// ``descriptor``: a temporary owner closes the descriptor as soon as ``descriptor`` has been read.
 ///
 /// ```swift
 /// let file = OwnedFileDescriptor(try FileDescriptor.open(path, .readOnly))
@@ -48,6 +49,9 @@ public struct OwnedFileDescriptor: ~Copyable, Sendable {
 /// A socket with exactly one owner, which closes it when it goes away (`deinit`). It cannot be copied; hand
 /// it on with `consume` (a netlink socket, a listener adopt one this way), give it up with ``release()``,
 /// or close it early with ``close()``.
+///
+/// Bind it to a name before calling through ``socket``: in `try factory().socket.connect(…)` the
+/// temporary owner goes away — closing the socket — as soon as ``socket`` has been read.
 public struct OwnedSocket: ~Copyable, Sendable {
     /// The socket, for calls; valid while this value lives.
     public let socket: SocketDescriptor

@@ -219,7 +219,8 @@ public struct Sandbox: Sendable {
         do {
             var sockets = try NamedNamespace.openSockets(addresses.map { .tcp($0.family.domain) }, in: client, nonBlocking: true)
             for (index, address) in addresses.enumerated() {
-                try sockets.take(index)!.socket.connect(to: SocketAddress(address, port: SandboxPlan.httpPort), timeout: timeout)
+                guard let owned = sockets.take(index) else { return EBADF }
+                try owned.socket.connect(to: SocketAddress(address, port: SandboxPlan.httpPort), timeout: timeout)
             }
             return nil
         } catch let error as SystemError {
