@@ -10,7 +10,7 @@ import Netlink
 /// ```swift
 /// let notifications = try LinkNotifications(adopting: try NamedNamespace.openSocket(.routeNetlink, in: wire))
 /// // poll(notifications.readinessDescriptor) …
-/// let burst = try notifications.drain()
+/// let burst = try notifications.drain()            // then burst.notifications(), when the content matters
 /// ```
 public final class LinkNotifications: Sendable {
     private let listener: NetlinkListener
@@ -33,19 +33,31 @@ public final class LinkNotifications: Sendable {
     /// Readable (`POLLIN`) while notifications wait to be drained. Owned by the subscription: never close it.
     public var readinessDescriptor: FileDescriptor { listener.socket.socket.fileDescriptor }
 
-    /// What one ``drain()`` read.
+    /// What one ``drain()`` read: the messages as they came, decoded only when asked (a follower that
+    /// reads the state afresh after every burst never pays for it).
     public struct Burst: Sendable, Equatable {
-        /// The link notifications, in the order the kernel sent them (``RouteNotification/newLink(_:)`` and
-        /// ``RouteNotification/deletedLink(_:)``).
-        public var notifications: [RouteNotification] = []
+        /// The notifications' messages, in the order the kernel sent them.
+        public var messages: [NetlinkMessage] = []
         /// True when the kernel dropped notifications (`ENOBUFS`) since the last drain: the current state
         /// must be read afresh, as what was received is not the whole story.
         public var overrun = false
 
-        /// A burst of `notifications`, which did or did not overrun.
-        public init(notifications: [RouteNotification] = [], overrun: Bool = false) {
-            self.notifications = notifications
+        /// A burst of `messages`, which did or did not overrun.
+        public init(messages: [NetlinkMessage] = [], overrun: Bool = false) {
+            self.messages = messages
             self.overrun = overrun
+        }
+
+        /// True when nothing was read and nothing was lost.
+        public var isEmpty: Bool { messages.isEmpty && !overrun }
+
+        /// The link notifications decoded (``RouteNotification/newLink(_:)``, ``RouteNotification/deletedLink(_:)``).
+        public func notifications() throws(RouteNetlinkError) -> [RouteNotification] {
+            var decoded: [RouteNotification] = []
+            for message in messages {
+                if let notification = try RouteNotification.decode(message) { decoded.append(notification) }
+            }
+            return decoded
         }
     }
 
@@ -53,19 +65,14 @@ public final class LinkNotifications: Sendable {
     public func drain() throws(RouteNetlinkError) -> Burst {
         var burst = Burst()
         while true {
-            let messages: [NetlinkMessage]
             do throws(NetlinkError) {
-                messages = try listener.receive()
+                burst.messages += try listener.receive()
             } catch where error.kind == .overrun {
                 burst.overrun = true
-                continue
             } catch where error.errno == Errno.wouldBlock.rawValue {
                 return burst
             } catch {
                 throw .netlink(error)
-            }
-            for message in messages {
-                if let notification = try RouteNotification.decode(message) { burst.notifications.append(notification) }
             }
         }
     }

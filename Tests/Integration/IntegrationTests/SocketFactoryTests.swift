@@ -73,13 +73,13 @@ final class SocketFactoryTests: IntegrationTestCase {
         let links = try netlink(namespace)
         let notifications = try LinkNotifications(adopting: try namespace.openSocket(.routeNetlink))
         XCTAssertTrue(try notifications.readinessDescriptor.isCloseOnExec())
-        XCTAssertEqual(try notifications.drain(), LinkNotifications.Burst(), "nothing yet, and drain does not wait")
+        XCTAssertTrue(try notifications.drain().isEmpty, "nothing yet, and drain does not wait")
 
         try links.createVeth(name: "nt0", peerName: "nt1")
         XCTAssertEqual(try notifications.readinessDescriptor.poll(for: Int16(POLLIN), timeoutMilliseconds: 5000) & Int16(POLLIN), Int16(POLLIN))
         let created = try notifications.drain()
         XCTAssertFalse(created.overrun)
-        let names = Set(created.notifications.compactMap { notification -> String? in
+        let names = Set(try created.notifications().compactMap { notification -> String? in
             if case let .newLink(link) = notification { return link.name }
             return nil
         })
@@ -87,7 +87,7 @@ final class SocketFactoryTests: IntegrationTestCase {
 
         try links.setLink("nt0", up: true)
         XCTAssertTrue(try eventually {
-            try notifications.drain().notifications.contains { notification in
+            try notifications.drain().notifications().contains { notification in
                 if case let .newLink(link) = notification { return link.name == "nt0" && link.isUp }
                 return false
             }
@@ -96,6 +96,6 @@ final class SocketFactoryTests: IntegrationTestCase {
         let other = try makeNamespace("notifyother")
         try netlink(other).createVeth(name: "ot0", peerName: "ot1")
         usleep(100_000)
-        XCTAssertEqual(try notifications.drain(), LinkNotifications.Burst())
+        XCTAssertTrue(try notifications.drain().isEmpty)
     }
 }
