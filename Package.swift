@@ -4,10 +4,12 @@ import PackageDescription
 // Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
-//   CMnl, CSpawn, CPacket, CCrashReport, LinkcondBase, JSONDocument, bare-forwarder, AllocationCounting   C shims; addresses, clock, DNS; JSON; test support
-//   Netlink, Profiles, Responders, Timeline, CNetlinkFloor    netlink; profiles; the server; reports; a C floor
-//   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
-//   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
+//   CMnl, CSpawn, CPacket, CCrashReport, CLinkcondSystem, bare-forwarder, AllocationCounting   C shims; a C floor; test support
+//   LinkcondSystem, CNetlinkFloor                              descriptors, sockets, errno, EINTR; a C floor
+//   LinkcondBase, Netlink, JSONDocument                        addresses, clock, DNS; netlink; JSON
+//   NetlinkTesting, RouteNetlink, NetNamespace, Profiles, Timeline   fake transport; rtnetlink; namespaces, the socket factory; profiles; reports
+//   Responders, LinkEmulation, Sandboxing, PathMonitor         the server; the link model; the sandbox; the monitor
+//   PacketEngine, EngineControl                                engine I/O; its messages
 //   Engine, Conditioning, EngineBenchIO                        the engine process; the backends; the bench's readers
 //   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
 //   LinkcondCLI                                                the command line; no logic a library user needs
@@ -15,6 +17,7 @@ import PackageDescription
 let package = Package(
     name: "linkcond",
     products: [
+        .library(name: "LinkcondSystem", targets: ["LinkcondSystem"]),
         .library(name: "Netlink", targets: ["Netlink"]),
         .library(name: "RouteNetlink", targets: ["RouteNetlink"]),
         .library(name: "NetNamespace", targets: ["NetNamespace"]),
@@ -32,23 +35,26 @@ let package = Package(
             pkgConfig: "libmnl",
             providers: [.apt(["libmnl-dev"])]
         ),
+        // The system layer's window on GNU-only calls (accept4, pipe2); a header, nothing to link.
+        .systemLibrary(name: "CLinkcondSystem"),
+        .target(name: "LinkcondSystem", dependencies: ["CLinkcondSystem"]),
         .target(name: "CSpawn"),
         // A crashing process's last word (signal and thread) in its log.
         .target(name: "CCrashReport"),
-        .target(name: "LinkcondBase"),
-        .target(name: "Netlink", dependencies: ["CMnl"]),
+        .target(name: "LinkcondBase", dependencies: ["LinkcondSystem"]),
+        .target(name: "Netlink", dependencies: ["CMnl", "LinkcondSystem"]),
         // For tests only: a fake byte transport and encoders of kernel replies (no product links it).
         .target(name: "NetlinkTesting", dependencies: ["Netlink", "CMnl"]),
         // For linkcond-bench only: the same requests sent with raw libmnl from C, the floor to compare with.
         .target(name: "CNetlinkFloor", dependencies: ["CMnl"]),
-        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase"]),
-        .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
-        .target(name: "Responders", dependencies: ["LinkcondBase"]),
-        .target(name: "JSONDocument"),
+        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase", "LinkcondSystem"]),
+        .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn", "LinkcondSystem"]),
+        .target(name: "Responders", dependencies: ["LinkcondBase", "LinkcondSystem", "NetNamespace"]),
+        .target(name: "JSONDocument", dependencies: ["LinkcondSystem"]),
         .target(name: "Profiles", dependencies: ["JSONDocument", "LinkcondBase"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles", "LinkcondBase"]),
         .target(name: "CPacket"),
-        .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl", "LinkcondBase"]),
+        .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
         // For linkcond-bench (and the tests of what it measures) only: the engine's readers other than its own
@@ -61,13 +67,16 @@ let package = Package(
         .target(
             name: "Engine",
             dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "JSONDocument", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase", "CCrashReport"]),
-        .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "JSONDocument"]),
-        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "JSONDocument"]),
-        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
-        .target(name: "Timeline", dependencies: ["LinkcondBase"]),
+        .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem", "JSONDocument"]),
+        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem", "JSONDocument"]),
+        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem"]),
+        .target(name: "Timeline", dependencies: ["LinkcondBase", "LinkcondSystem"]),
         .target(
             name: "Scenarios",
-            dependencies: ["Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders", "LinkcondBase"]),
+            dependencies: [
+                "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders",
+                "LinkcondBase", "LinkcondSystem",
+            ]),
         .target(
             name: "LinkcondCLI",
             dependencies: [
@@ -101,7 +110,7 @@ let package = Package(
             name: "linkcond-bench",
             dependencies: [
                 "Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing",
-                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation", "EngineBenchIO",
+                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation", "EngineBenchIO", "LinkcondSystem",
             ]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
@@ -125,16 +134,17 @@ let package = Package(
             name: "PacketEngineIntegrationTests",
             dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
+        .testTarget(name: "LinkcondSystemTests", dependencies: ["LinkcondSystem"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
         .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles", "AllocationCounting"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
-        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase"]),
+        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
         .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LinkcondBase", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline", "JSONDocument"]
+            dependencies: ["LinkcondBase", "LinkcondSystem", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline", "JSONDocument"]
         ),
     ],
     swiftLanguageModes: [.v6]
@@ -145,7 +155,7 @@ let package = Package(
 // (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root; Tests/Support:
 // what tests link, never a product).
 let folders: [String: [String]] = [
-    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "CCrashReport", "LinkcondBase", "JSONDocument"],
+    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "CCrashReport", "CLinkcondSystem", "LinkcondSystem", "LinkcondBase", "JSONDocument"],
     "Sources/Kernel": ["Netlink", "NetlinkTesting", "RouteNetlink", "NetNamespace"],
     "Sources/Model": ["Profiles", "LinkEmulation", "Timeline"],
     "Sources/Engine": ["PacketEngine", "EngineControl", "Engine"],
@@ -155,7 +165,7 @@ let folders: [String: [String]] = [
     "Tests/Unit": [
         "NetlinkTests", "RouteNetlinkTests", "NetemNetlinkTests", "RespondersTests", "EngineControlTests", "JSONDocumentTests",
         "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "SandboxingTests", "TimelineTests", "ScenariosTests",
-        "PacketEngineTests",
+        "PacketEngineTests", "LinkcondSystemTests",
     ],
     "Tests/Integration": ["IntegrationTests", "PacketEngineIntegrationTests"],
     "Tests/Support": ["AllocationCounting"],

@@ -17,6 +17,7 @@ import Netlink
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import PathMonitor
 import RouteNetlink
@@ -185,9 +186,9 @@ do {
     let routerNamespace = try NamedNamespace.create(router)
     defer { try? routerNamespace.delete() }
     let routerClient = RouteNetlinkClient(connection: try routerNamespace.openNetlinkConnection(), namespace: router)
-    let descriptor = open(namespace.path, O_RDONLY | O_CLOEXEC)
-    try routerClient.createVeth(name: "w0", index: 20, in: NamespaceDescriptor(fileDescriptor: descriptor, name: name), peerName: "c0", peerIndex: 21)
-    close(descriptor)
+    let descriptor = try OwnedFileDescriptor.open(namespace.path, .readOnly)
+    try routerClient.createVeth(
+        name: "w0", index: 20, in: NamespaceDescriptor(fileDescriptor: descriptor.descriptor.rawValue, name: name), peerName: "c0", peerIndex: 21)
     try routerClient.setLink("c0", up: true)
     try client.setLink("w0", up: true)
     try client.addAddress(IPPrefix("198.18.201.2/24")!, to: "w0")

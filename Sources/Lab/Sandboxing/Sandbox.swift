@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import Netlink
 import RouteNetlink
@@ -224,19 +225,31 @@ public struct Sandbox: Sendable {
         while MonotonicClock.seconds() < deadline {
             if isCancelled() { throw .interrupted }
             try check()
-            let result = try fail {
-                try client.run { () -> Int32? in
-                    for address in [SandboxPlan.serverIPv4, SandboxPlan.serverIPv6] {
-                        if let failure = tcpConnect(to: address, port: SandboxPlan.httpPort, timeout: 0.5) { return failure }
-                    }
-                    return nil
-                }
-            }
-            guard let code = result else { return }
+            guard let code = Self.connectToServer(from: client, timeout: 0.5) else { return }
             lastError = code
             usleep(50_000)
         }
         throw .serverNotReady(detail: "no answer on \(SandboxPlan.serverIPv4) and [\(SandboxPlan.serverIPv6)] port \(SandboxPlan.httpPort) within \(Int(timeout)) s (\(String(cString: strerror(lastError))))")
+    }
+
+    /// Opens a TCP connection to the server's port 80 over IPv4, then IPv6, from `client` and closes it
+    /// again; nil when both connected, else the errno of the first failure. Each waits at most `timeout` s.
+    static func connectToServer(from client: NamedNamespace, timeout: Double) -> Int32? {
+        let addresses = [SandboxPlan.serverIPv4, SandboxPlan.serverIPv6]
+        do {
+            var sockets = try NamedNamespace.openSockets(addresses.map { .tcp($0.family.domain) }, in: client, nonBlocking: true)
+            for (index, address) in addresses.enumerated() {
+                guard let owned = sockets.take(index) else { return EBADF }
+                try owned.socket.connect(to: SocketAddress(address, port: SandboxPlan.httpPort), timeout: timeout)
+            }
+            return nil
+        } catch let error as SystemError {
+            return error.errno.rawValue
+        } catch let NamespaceError.system(_, code) {
+            return code
+        } catch {
+            return EIO
+        }
     }
 
     /// A typed rtnetlink client bound to `namespace`.

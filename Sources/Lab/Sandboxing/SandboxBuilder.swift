@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import RouteNetlink
 
@@ -181,13 +182,19 @@ struct SandboxBuilder {
         _ role: RecordedProcess.Role, _ launch: Sandbox.ProcessLaunch, in namespace: NamedNamespace, state: inout SandboxState
     ) throws(SandboxError) {
         let logPath = store.log(for: topology.name, role: role)
-        let logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        let nullFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        defer {
-            if logFD >= 0 { close(logFD) }
-            if nullFD >= 0 { close(nullFD) }
+        let log: FileDescriptor
+        do throws(SystemError) {
+            log = try FileDescriptor.open(logPath, .writeOnly, options: [.create, .truncate])
+        } catch {
+            throw .state(path: logPath, detail: "cannot be created (\(error.errno))")
         }
-        guard logFD >= 0 else { throw .state(path: logPath, detail: "cannot be created (\(String(cString: strerror(errno))))") }
+        let null = try? FileDescriptor.open("/dev/null", .readOnly)
+        defer {
+            try? log.close()
+            try? null?.close()
+        }
+        let logFD = log.rawValue
+        let nullFD = null?.rawValue ?? -1
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in RecordedProcess.environment(marker: sandbox.marker, role: role) { environment[key] = value }
         let process = try sandbox.fail {
@@ -230,11 +237,14 @@ struct SandboxBuilder {
         _ namespaces: [SandboxTopology.Role: NamedNamespace], _ body: ([SandboxTopology.Role: NamespaceDescriptor]) throws(SandboxError) -> R
     ) throws(SandboxError) -> R {
         var descriptors: [SandboxTopology.Role: NamespaceDescriptor] = [:]
-        defer { for descriptor in descriptors.values { close(descriptor.fileDescriptor) } }
+        defer { for descriptor in descriptors.values { try? FileDescriptor(rawValue: descriptor.fileDescriptor).close() } }
         for (role, namespace) in namespaces {
-            let fd = open(namespace.path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw .namespace(.system(operation: "open \(namespace.path)", errno: errno)) }
-            descriptors[role] = NamespaceDescriptor(fileDescriptor: fd, name: namespace.name)
+            do throws(SystemError) {
+                let file = try FileDescriptor.open(namespace.path, .readOnly)
+                descriptors[role] = NamespaceDescriptor(fileDescriptor: file.rawValue, name: namespace.name)
+            } catch {
+                throw .namespace(.system(operation: error.operation, errno: error.errno.rawValue))
+            }
         }
         return try body(descriptors)
     }

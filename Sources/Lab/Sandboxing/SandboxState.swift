@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import JSONDocument
+import LinkcondSystem
 
 /// What `linkcond up` made, recorded so that `linkcond down` removes exactly that.
 ///
@@ -198,18 +199,8 @@ public struct SandboxStore: Sendable, Equatable {
 
     /// The bytes of the file at `path`, nil when it cannot be read.
     private static func contents(of path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { return bytes }
-            bytes += chunk[0..<count]
-        }
+        guard let file = try? FileDescriptor.open(path, .readOnly, options: .noFollow) else { return nil }
+        return file.closeAfter { try? file.readToEnd() }
     }
 
     /// The recorded state of sandbox `name`, nil when there is none; throws when the file cannot be trusted.
@@ -230,19 +221,22 @@ public struct SandboxStore: Sendable, Equatable {
             if mkdir(directory, 0o755) != 0 && errno != EEXIST {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             }
-            let bytes = Array(state.fileText.utf8)
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
-            guard fd >= 0 else { throw SandboxError.state(path: temporary, detail: "cannot be created (\(String(cString: strerror(errno))))") }
+            let file: FileDescriptor
+            do throws(SystemError) {
+                file = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate, .noFollow])
+            } catch {
+                throw SandboxError.state(path: temporary, detail: "cannot be created (\(error.errno))")
+            }
             // Not fsync'ed: the rename is what makes the write atomic for every reader, and a crash of the
             // machine, the one thing fsync guards against, takes the namespaces the file describes with it
             // (the default store, /run, is a tmpfs on most systems, where fsync does nothing anyway). On a disk
             // it cost an apply 0.5 to 4 ms.
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            close(fd)
-            guard written == bytes.count, rename(temporary, path) == 0 else {
-                let code = errno
+            do throws(SystemError) {
+                try file.closeAfter { () throws(SystemError) in try file.writeAll(state.fileText.utf8) }
+                _ = try systemCall("rename \(temporary)") { rename(temporary, path) }
+            } catch {
                 unlink(temporary)
-                throw SandboxError.state(path: path, detail: "cannot be written (\(String(cString: strerror(code))))")
+                throw SandboxError.state(path: path, detail: "cannot be written (\(error.errno))")
             }
         } catch let error as SandboxError {
             throw error

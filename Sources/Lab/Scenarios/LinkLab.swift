@@ -178,9 +178,8 @@ public final class LinkLab: @unchecked Sendable {
             echoPort: SandboxPlan.echoPort, dnsPort: SandboxPlan.dnsPort, portalFlagPath: sandbox.portalFlagPath)
         let server = ResponderServer(configuration: configuration)
         let serverNamespace = try NamedNamespace(existing: sandbox.topology.serverNamespace)
-        // Sockets opened on the namespace's thread stay in the server namespace; the server's own threads
-        // serve them from there.
-        try serverNamespace.run { try server.start() }
+        // The socket factory opens the listeners in the server namespace; the server's threads serve them.
+        try server.start(in: serverNamespace)
         return server
     }
 
