@@ -63,7 +63,7 @@ let package = Package(
         // For tests only: counts the calling thread's heap allocations (replaces malloc and friends in the test
         // executable; no product links it).
         .target(name: "AllocationCounting"),
-        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
+        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase", "LinkcondSystem"]),
         .target(
             name: "Engine",
             dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "JSONDocument", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase", "CCrashReport"]),
@@ -82,7 +82,7 @@ let package = Package(
             dependencies: [
                 "Scenarios", "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "LinkcondBase",
                 "Engine", "PacketEngine",
-                "JSONDocument",
+                "JSONDocument", "LinkcondSystem",
             ]),
         // The command starts with the Swift runtime and Foundation linked in (-static-stdlib): a process
         // starts in about half the time (linkcond --help 3.7 ms of CPU instead of 8.0), which every

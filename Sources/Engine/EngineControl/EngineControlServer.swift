@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import JSONDocument
 import LinkcondBase
+import LinkcondSystem
 import Synchronization
 
 /// The engine's side of its control socket: a Unix stream socket (mode 0600) on which each connection
@@ -19,7 +20,7 @@ public final class EngineControlServer: @unchecked Sendable {
     public let requestDeadline: Double
     /// The socket's path.
     public let path: String
-    private let listener: Int32
+    private let listener: SocketDescriptor
     private let handle: @Sendable (Result<EngineRequest, DocumentError>) -> EngineResponse
     private let busy: @Sendable () -> EngineResponse
     private let active = Atomic<Int>(0)
@@ -52,8 +53,8 @@ public final class EngineControlServer: @unchecked Sendable {
     /// within their deadline on their own threads.
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        // Wakes the accepting thread (its accept fails from now on); the listener is closed there.
+        try? listener.shutdown(.readWrite)
         unlink(path)
     }
 
@@ -61,23 +62,26 @@ public final class EngineControlServer: @unchecked Sendable {
     public var activeConnections: Int { active.load(ordering: .relaxed) }
 
     private func acceptLoop() {
+        defer { try? listener.close() }
         while !stopped.load(ordering: .relaxed) {
-            let connection = accept(listener, nil, nil)
-            if connection < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            let connection: SocketDescriptor
+            do {
+                connection = try listener.accept()
+            } catch where error.errno == .connectionAbort {
+                continue
+            } catch {
                 return  // the listener was shut down
             }
-            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             guard active.add(1, ordering: .relaxed).newValue <= maximumConnections else {
                 // Answered at once, without reading: the engine is not held up by it either.
                 EngineControlSocket.answer(busy(), on: connection, path: path)
-                close(connection)
+                try? connection.close()
                 active.subtract(1, ordering: .relaxed)
                 continue
             }
             let thread = Thread { [self] in
                 serve(connection)
-                close(connection)
+                try? connection.close()
                 active.subtract(1, ordering: .relaxed)
             }
             thread.name = "linkcond.engine.client"
@@ -85,7 +89,7 @@ public final class EngineControlServer: @unchecked Sendable {
         }
     }
 
-    private func serve(_ connection: Int32) {
+    private func serve(_ connection: SocketDescriptor) {
         let deadline = MonotonicClock.nanoseconds() + UInt64(requestDeadline * 1e9)
         let line: [UInt8]
         do {

@@ -1,6 +1,7 @@
 import Glibc
 import JSONDocument
 import LinkcondBase
+import LinkcondSystem
 import Profiles
 
 /// What went wrong talking to the engine: the socket, and what to do.
@@ -34,14 +35,10 @@ public enum EngineControlSocket {
     /// was told the request failed.
     public static let answerMargin = 0.25
 
-    private static func address(_ path: String) throws(EngineControlError) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+    private static func address(_ path: String) throws(EngineControlError) -> UnixSocketAddress {
+        guard let address = UnixSocketAddress(path: path) else {
             throw EngineControlError(socket: path, detail: "the path is longer than a Unix socket path may be (107 bytes)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         return address
     }
 
@@ -59,18 +56,21 @@ public enum EngineControlSocket {
         if request.operation != .show && request.deadline == nil {
             request.deadline = started + UInt64(max(timeout - answerMargin, 0.05) * 1e9)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw EngineControlError(socket: path, detail: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        setSendTimeout(fd, seconds: timeout)
-        var target = try address(path)
-        let connected = withUnsafePointer(to: &target) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        let target = try address(path)
+        let owned: OwnedSocket
+        do {
+            owned = try OwnedSocket.open(.unixStream)
+        } catch {
+            throw EngineControlError(socket: path, detail: "\(error)")
         }
-        guard connected == 0 else {
-            let code = errno
-            let hint = code == ENOENT || code == ECONNREFUSED ? " (the engine is not running: see 'linkcond status')" : ""
-            throw EngineControlError(socket: path, detail: "connect: \(String(cString: strerror(code)))\(hint)")
+        let fd = owned.socket
+        do {
+            try fd.setTimeout(seconds: timeout, send: true)
+            try fd.connect(to: target)
+        } catch {
+            let code = error.errno
+            let hint = code == .noSuchFileOrDirectory || code == .connectionRefused ? " (the engine is not running: see 'linkcond status')" : ""
+            throw EngineControlError(socket: path, detail: "\(error)\(hint)")
         }
         try write(Array((EngineMessageCodec.text(of: request) + "\n").utf8), to: fd, path: path)
         let line: [UInt8]
@@ -98,42 +98,33 @@ public enum EngineControlSocket {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 
-    static func setSendTimeout(_ fd: Int32, seconds: Double) {
-        var time = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    static func write(_ bytes: [UInt8], to fd: Int32, path: String) throws(EngineControlError) {
-        var sent = 0
-        while sent < bytes.count {
-            let result = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw EngineControlError(socket: path, detail: "send: \(String(cString: strerror(errno)))")
-            }
-            sent += result
+    static func write(_ bytes: [UInt8], to fd: SocketDescriptor, path: String) throws(EngineControlError) {
+        let sent = bytes.withUnsafeBytes { buffer in
+            Result { () throws(SystemError) in try fd.sendAll(buffer, flags: Int32(MSG_NOSIGNAL)) }
         }
+        if case let .failure(error) = sent { throw EngineControlError(socket: path, detail: "\(error)") }
     }
 
     /// Reads up to the first newline (without it), at most ``maximumMessage`` bytes, all of it by
     /// `deadline` (`CLOCK_MONOTONIC` nanoseconds): however slowly the bytes come, the wait is bounded.
-    static func readLine(_ fd: Int32, path: String, deadline: UInt64) throws(EngineControlError) -> [UInt8] {
+    static func readLine(_ fd: SocketDescriptor, path: String, deadline: UInt64) throws(EngineControlError) -> [UInt8] {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let now = MonotonicClock.nanoseconds()
             guard now < deadline else { throw EngineControlError(socket: path, detail: timedOut) }
-            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let waited = poll(&ready, 1, Int32(min((deadline - now + 999_999) / 1_000_000, 60_000)))
-            if waited < 0 {
-                if errno == EINTR { continue }
-                throw EngineControlError(socket: path, detail: "poll: \(String(cString: strerror(errno)))")
-            }
-            if waited == 0 { continue }
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
-                throw EngineControlError(socket: path, detail: "receive: \(String(cString: strerror(errno)))")
+            let milliseconds = Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
+            let count: Int
+            do throws(SystemError) {
+                if try fd.fileDescriptor.poll(for: Int16(POLLIN), timeoutMilliseconds: milliseconds) == 0 { continue }
+                let received = buffer.withUnsafeMutableBytes { raw in
+                    Result { () throws(SystemError) in try fd.receive(into: raw, flags: Int32(MSG_DONTWAIT)) }
+                }
+                count = try received.get()
+            } catch where error.errno == .wouldBlock || error.errno == .resourceTemporarilyUnavailable {
+                continue
+            } catch {
+                throw EngineControlError(socket: path, detail: "\(error)")
             }
             if count == 0 { throw EngineControlError(socket: path, detail: "the other end closed the connection without a whole message") }
             if let newline = buffer[0..<count].firstIndex(of: 0x0a) {
@@ -149,29 +140,26 @@ public enum EngineControlSocket {
 
     /// Writes `response` and its newline on `fd`, giving up after 2 s (a client that reads nothing does
     /// not hold the thread).
-    static func answer(_ response: EngineResponse, on fd: Int32, path: String) {
-        setSendTimeout(fd, seconds: 2)
+    static func answer(_ response: EngineResponse, on fd: SocketDescriptor, path: String) {
+        try? fd.setTimeout(seconds: 2, send: true)
         try? write(Array((EngineMessageCodec.text(of: response) + "\n").utf8), to: fd, path: path)
     }
 
     /// Listens at `path` (a stale socket file of an earlier engine there is replaced); mode 0600. Returns the
-    /// listening descriptor (close-on-exec).
-    static func listen(at path: String) throws(EngineControlError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw EngineControlError(socket: path, detail: "socket: \(String(cString: strerror(errno)))") }
-        var local = try address(path)
+    /// listening socket (close-on-exec), owned by the caller.
+    static func listen(at path: String) throws(EngineControlError) -> SocketDescriptor {
+        let local = try address(path)
         var info = stat()
         if lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK { unlink(path) }
         let previous = umask(0o177)
-        let bound = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        defer { umask(previous) }
+        do {
+            let owned = try OwnedSocket.open(.unixStream)
+            try owned.socket.bind(to: local)
+            try owned.socket.listen(backlog: 64)
+            return owned.release()
+        } catch {
+            throw EngineControlError(socket: path, detail: "\(error)")
         }
-        umask(previous)
-        guard bound == 0, Glibc.listen(fd, 64) == 0 else {
-            let code = errno
-            close(fd)
-            throw EngineControlError(socket: path, detail: "bind/listen: \(String(cString: strerror(code)))")
-        }
-        return fd
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import JSONDocument
 import LinkcondBase
+import LinkcondSystem
 import Synchronization
 
 /// One writer at a time per sandbox: an exclusive `flock(2)` on `STORE/NAME.lock`, held by every operation
@@ -91,27 +92,29 @@ public final class SandboxLock: @unchecked Sendable {
         let deadline = MonotonicClock.seconds() + timeout
         var announced = false
         while true {
-            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-            guard fd >= 0 else { throw .state(path: path, detail: "cannot be opened (\(String(cString: strerror(errno))))") }
+            let file: FileDescriptor
+            do {
+                file = try FileDescriptor.open(path, .readWrite, options: [.create, .noFollow])
+            } catch {
+                throw .state(path: path, detail: "cannot be opened (\(error.errno))")
+            }
+            let fd = file.rawValue
             if flock(fd, LOCK_EX | LOCK_NB) == 0 {
                 // Locked: but is it still the file at `path`? A `down` may have removed it in between.
-                var opened = stat()
                 var current = stat()
-                if fstat(fd, &opened) == 0, stat(path, &current) == 0, opened.st_ino == current.st_ino, opened.st_dev == current.st_dev {
-                    let text = "\(getpid()) \(command)\n"
+                if let opened = try? file.status(), stat(path, &current) == 0, opened.st_ino == current.st_ino, opened.st_dev == current.st_dev {
                     _ = ftruncate(fd, 0)
-                    _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+                    _ = try? file.writeAll("\(getpid()) \(command)\n".utf8)
                     held.withLock { $0[path] = Held(fd: fd, count: 1, owner: thread) }
                     return SandboxLock(path: path, fd: fd)
                 }
-                close(fd)
+                try? file.close()
                 continue
             }
-            let code = errno
-            close(fd)
-            guard code == EWOULDBLOCK || code == EINTR else {
-                throw .state(path: path, detail: "cannot be locked (\(String(cString: strerror(code))))")
-            }
+            // Without blocking, flock fails only with EWOULDBLOCK while another holds the lock.
+            let code = Errno.current
+            try? file.close()
+            guard code == .wouldBlock else { throw .state(path: path, detail: "cannot be locked (\(code))") }
             if !announced {
                 waiting(holder(of: path))
                 announced = true

@@ -1,4 +1,5 @@
 import Foundation
+import LinkcondSystem
 import JSONDocument
 import Profiles
 
@@ -74,23 +75,18 @@ enum TraceCommand {
         var info = stat()
         let inPlace = stat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFREG
         let target = inPlace ? path : path + ".tmp-\(getpid())"
-        let fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
         var failure: Int32 = 0
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
+        do throws(SystemError) {
+            let file = try FileDescriptor.open(target, .writeOnly, options: [.create, .truncate])
+            // Closed once, whatever the write did: its error (a full disk shows at close on some file
+            // systems) counts as the write's.
+            let written = Result { () throws(SystemError) in _ = try file.writeAll(text.utf8) }
+            let closed = Result { () throws(SystemError) in try file.close() }
+            try written.get()
+            try closed.get()
+        } catch {
+            failure = error.errno.rawValue
         }
-        if close(fd) != 0 && failure == 0 { failure = errno }
         if failure == 0 && !inPlace && rename(target, path) != 0 { failure = errno }
         if failure != 0 {
             if !inPlace { unlink(target) }
