@@ -88,7 +88,7 @@ extension NamedNamespace {
     public func spawn(
         _ program: String, arguments: [String] = [], environment: [String: String]? = nil,
         standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil,
-        grouping: ProcessGrouping = .inherit
+        grouping: ProcessGrouping = .inherit, ownPIDNamespace: Bool = false
     ) throws(NamespaceError) -> SpawnedProcess {
         let executable = try Self.resolveExecutable(program, environment: environment)
         var binds: [(source: String, target: String)] = []
@@ -130,6 +130,7 @@ extension NamedNamespace {
                     request.new_session = grouping == .newSession ? 1 : 0
                     request.new_process_group = grouping == .newGroup ? 1 : 0
                     request.working_directory = nil
+                    request.own_pid_namespace = ownPIDNamespace ? 1 : 0
                     return lc_spawn(&request, &pid, &step)
                 }
             }
@@ -154,6 +155,7 @@ extension NamedNamespace {
         case LC_SPAWN_CHDIR.rawValue: "change directory"
         case LC_SPAWN_PROCESS_GROUP.rawValue: "start a process group"
         case LC_SPAWN_CLOSE_FDS.rawValue: "close inherited descriptors"
+        case LC_SPAWN_PID_NAMESPACE.rawValue: "make a PID namespace of its own"
         default: "execute"
         }
     }

@@ -19,8 +19,11 @@ final class ObservedProcess: @unchecked Sendable {
             throw NamespaceError.system(operation: "create a pipe for --observe", errno: error.errno.rawValue)
         }
         do {
-            // A process group of its own: `sh -c` starts the app as a child, and ending the run must end both.
-            process = try namespace.spawn("/bin/sh", arguments: ["-c", command], standardOutput: writeEnd.rawValue, grouping: .newGroup)
+            // A process group and a PID namespace of its own: `sh -c` starts the app as a child, and whatever the
+            // app starts in turn — in the background, with setsid, as a daemon — lives in that namespace and
+            // ends with the run (the namespace's first process dies with the shell's supervisor).
+            process = try namespace.spawn(
+                "/bin/sh", arguments: ["-c", command], standardOutput: writeEnd.rawValue, grouping: .newGroup, ownPIDNamespace: true)
         } catch {
             try? readEnd.close()
             try? writeEnd.close()
