@@ -150,7 +150,7 @@ public final class SandboxLock: @unchecked Sendable {
     }
 
     /// The processes (other than this one) with `path` open, from `/proc/PID/fd`.
-    static func processes(holding path: String) -> [Int32] {
+    public static func processes(holding path: String) -> [Int32] {
         var target = stat()
         guard stat(path, &target) == 0, let proc = opendir("/proc") else { return [] }
         defer { closedir(proc) }

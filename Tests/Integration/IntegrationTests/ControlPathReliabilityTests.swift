@@ -208,4 +208,44 @@ final class ControlPathReliabilityTests: SandboxTestCase {
         let notExecutable = try linkcond(["exec", "--name", name, "--", "/etc/hostname"], store: store)
         XCTAssertEqual(notExecutable.status, 126, notExecutable.errorOutput)
     }
+
+    /// Finding 8, the small lies: a lock timeout that is not a number is refused rather than ignored; a lock
+    /// a dead process left to its child names the child; `apply` says "no conditions" for a direction it
+    /// leaves bare (it is not "unchanged"); `show` of a trace-driven direction says it is a trace, with its
+    /// rate and length, not a delay "as if unlimited".
+    func testTheSmallLiesAreTold() throws {
+        let store = try makeStore()
+        let name = makeName(store: store)
+        XCTAssertEqual(try linkcond(["up", "--name", name, "--backend", "userspace"], store: store).status, 0)
+        let environment = ["LINKCOND_STORE": store, "LINKCOND_PROFILES": Self.profilesDirectory, "LINKCOND_LOCK_TIMEOUT": "abc"]
+        let badTimeout = try Command.run(try linkcondExecutable(), ["apply", "edge", "--name", name], environment: environment)
+        XCTAssertEqual(badTimeout.status, 1)
+        XCTAssertTrue(badTimeout.errorOutput.contains(#"LINKCOND_LOCK_TIMEOUT="abc" is not a number of seconds"#), badTimeout.errorOutput)
+
+        // A process holds the lock, forks a child that keeps the locked descriptor, and exits.
+        let lockPath = SandboxStore(directory: store).lockPath(for: name)
+        let script = "exec 9>>\(lockPath); flock -n 9 || exit 3; echo \"$$ holder\" > \(lockPath); (sleep 30 <&- >&- 2>&- &) ; exit 0"
+        let holder = try NamedNamespaceHost.spawn("/bin/sh", ["-c", script], environment: [:])
+        var status: Int32 = 0
+        XCTAssertEqual(waitpid(holder, &status, 0), holder)
+        XCTAssertEqual(status, 0, "the lock holder's script failed")
+        let heir = SandboxLock.processes(holding: lockPath)
+        XCTAssertEqual(heir.count, 1, "the child does not hold the lock file")
+        defer { heir.forEach { kill($0, SIGKILL) } }
+        let waitEnvironment = ["LINKCOND_STORE": store, "LINKCOND_PROFILES": Self.profilesDirectory, "LINKCOND_LOCK_TIMEOUT": "0.2"]
+        let busy = try Command.run(try linkcondExecutable(), ["apply", "edge", "--name", name], environment: waitEnvironment)
+        XCTAssertEqual(busy.status, 1)
+        XCTAssertTrue(busy.errorOutput.contains("pid \(heir[0]), which inherited it from pid"), busy.errorOutput)
+        heir.forEach { kill($0, SIGKILL) }
+        while !SandboxLock.processes(holding: lockPath).isEmpty { usleep(10_000) }
+
+        let folder = try makeStore()
+        try "0\n0\n1\n5\n9\n12\n".write(toFile: "\(folder)/drive.trace", atomically: false, encoding: .utf8)
+        try #"{"name": "driven", "downlink": {"trace": "drive.trace", "delay": "10ms"}}"#.write(toFile: "\(folder)/driven.json", atomically: false, encoding: .utf8)
+        let apply = try linkcond(["apply", "\(folder)/driven.json", "--name", name], store: store)
+        XCTAssertEqual(apply.status, 0, apply.errorOutput)
+        XCTAssertTrue(apply.output.contains("uplink:   no conditions"), apply.output)
+        let show = try linkcond(["show", "--name", name], store: store)
+        XCTAssertTrue(show.output.contains("drive.trace (6mbit mean over 12ms, 6 opportunities)"), show.output)
+    }
 }
