@@ -246,7 +246,7 @@ public final class EngineService: @unchecked Sendable {
                     p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
                 return EngineDirectionState(
                     counters: model?.counters ?? DirectionCounters(), sendFailures: statistics.sendFailures,
-                    receiveOverruns: statistics.receiveOverruns, lateness: lateness)
+                    receiveOverruns: statistics.receiveOverruns, truncated: statistics.truncated, oversized: statistics.oversized, lateness: lateness)
             }
             let uplink = direction(.uplink)
             let downlink = direction(.downlink)

@@ -116,7 +116,8 @@ final class DirectionLoop<
             if receiveReady { receiveReady = receive() }
             flush()
             source.release()
-            if receiveReady { continue }
+            // A frame that did not fit has the slots grown before the thread sleeps.
+            if receiveReady || slotsOutgrown { continue }
             if let next = scheduler.nextDeparture {
                 if next <= clock.now() &+ spin { continue }
                 armTimer(firesBy: next - spin)

@@ -90,6 +90,8 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
     var growFailure: PacketEngineError?
     /// The descriptor a successful grow returns for the waiter (nil: none to watch).
     var grownDescriptor: Int32? = 77
+    /// Times an end's MTU was read (the wire is both ends).
+    private(set) var mtuReadings = 0
     /// The descriptors the waiter was asked to watch.
     private(set) var watchedDescriptors: [Int32] = []
     private var copiedTaken: UInt64 = 0
@@ -193,7 +195,10 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
         return copiedTaken
     }
 
-    func currentMTU() -> Int { mtu }
+    func currentMTU() -> Int {
+        mtuReadings += 1
+        return mtu
+    }
 
     func grow(toSlotBytes slotBytes: Int) throws(PacketEngineError) -> Int32? {
         growRequests.append(slotBytes)
@@ -282,14 +287,19 @@ final class EmbeddedDirection<Scheduler: FrameScheduler> {
     let loop: Loop
 
     /// A loop sending up to `batchSize` frames per send, reading as many per batch; its mailbox is open, as
-    /// the runtime opens it before the thread starts.
-    init(_ scheduler: Scheduler, batchSize: Int = 64, spin: UInt64 = 0, slots: Int = 1024, slotSize: Int = 2048) {
+    /// the runtime opens it before the thread starts. The send batch's copy slots have `sendSlotSize` bytes
+    /// (the wire's `slotSize` when nil).
+    init(_ scheduler: Scheduler, batchSize: Int = 64, spin: UInt64 = 0, slots: Int = 1024, slotSize: Int = 2048, sendSlotSize: Int? = nil) {
         wire = EmbeddedWire(batchCapacity: batchSize, slots: slots, slotSize: slotSize)
+        batch = SendBatch(capacity: batchSize, slotSize: sendSlotSize ?? slotSize)
         loop = DirectionLoop(
-            direction: .uplink, scheduler: scheduler, source: wire, sink: wire, batch: SendBatch(capacity: batchSize, slotSize: slotSize),
-            clock: VirtualClock(wire: wire), waiter: wire, spin: spin)
+            direction: .uplink, scheduler: scheduler, source: wire, sink: wire, batch: batch, clock: VirtualClock(wire: wire), waiter: wire,
+            spin: spin)
         loop.mailbox.open()
     }
+
+    /// The loop's send batch.
+    let batch: SendBatch
 
     /// Runs the loop until it would sleep (false) or has stopped (true).
     @discardableResult
