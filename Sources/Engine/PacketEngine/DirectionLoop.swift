@@ -13,6 +13,12 @@ import Synchronization
 /// already armed) and sleeps until the source is readable, the timer fires or another thread wakes it.
 /// The scheduler, the batch and the statistics belong to the thread that runs the loop.
 ///
+/// A frame longer than the slots it was meant for is never lost for that alone: one the source read whole
+/// the slow way, or a held one longer than a send slot, crosses, and the ends' MTU is read again before the
+/// next batch (``adaptToMTU()``) to grow the send slots and the source's. What cannot cross is counted by
+/// its reason: `truncated` (cut short on the way in), `oversized` (the sending end refused it for its
+/// length, `EMSGSIZE`), `sendFailures` (refused for another reason).
+///
 /// The I/O is given, not built: the engine gives a `TPACKET_V2` ring, `sendmmsg`, `CLOCK_MONOTONIC` and
 /// epoll (``EngineRuntime``); unit tests give an embedded wire and a virtual clock, and drive ``run()``
 /// from the test's thread. All four are generic parameters: no existential boxes, and nothing is
