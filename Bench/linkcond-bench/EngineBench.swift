@@ -267,13 +267,14 @@ enum EngineBench {
     private static func measureLateness() throws -> [LatenessRow] {
         let lab = try BenchLab(tag: "late", throughWire: true)
         defer { lab.remove() }
-        let settings: [(rate: Int, spin: UInt64, realtime: Int32?)] = [
-            (1_000, 0, nil), (50_000, 0, nil), (1_000, 50_000, nil), (50_000, 50_000, nil), (1_000, 0, 10), (50_000, 0, 10), (50_000, 50_000, 10),
+        let settings: [(rate: Int, timing: DepartureTiming, realtime: Int32?)] = [
+            (1_000, .timerOnly, nil), (50_000, .timerOnly, nil), (1_000, .fixedLead(50_000), nil), (50_000, .fixedLead(50_000), nil),
+            (1_000, .standard, nil), (50_000, .standard, nil), (1_000, .timerOnly, 10), (50_000, .timerOnly, 10), (50_000, .standard, 10),
         ]
         var rows: [LatenessRow] = []
-        for (rate, spin, realtime) in settings {
+        for (rate, timing, realtime) in settings {
             let runtime = try EngineRuntime(
-                wire: lab.ends!, options: EngineOptions(spin: spin, realtimePriority: realtime),
+                wire: lab.ends!, options: EngineOptions(departureTiming: timing, realtimePriority: realtime),
                 uplink: FixedDelayScheduler(delay: 50_000_000, capacity: 8192), downlink: FixedDelayScheduler(delay: 0))
             defer { runtime.stop() }
             try runtime.start()
@@ -284,11 +285,19 @@ enum EngineBench {
                 LatencyHistogram.bucketRange(bucket.offset).lowerBound > 200_000 ? total + bucket.element : total
             }
             rows.append(LatenessRow(
-                name: "\(rate.formatted()) frames/s, spin \(spin / 1000) µs\(realtime.map { ", SCHED_FIFO \($0)" } ?? "")",
+                name: "\(rate.formatted()) frames/s, \(timingName(timing))\(realtime.map { ", SCHED_FIFO \($0)" } ?? "")",
                 summary: histogram.summary, late: Double(late) / Double(max(1, histogram.count))))
             runtime.stop()
         }
         return rows
+    }
+
+    static func timingName(_ timing: DepartureTiming) -> String {
+        switch timing {
+        case .timerOnly: "timer only"
+        case .fixedLead(let lead): "lead \(lead / 1000) µs"
+        case .adaptiveLead(let maximum): "adaptive lead ≤ \(maximum / 1000) µs"
+        }
     }
 
     private static func attempt(_ row: String, _ body: () throws -> Void) {

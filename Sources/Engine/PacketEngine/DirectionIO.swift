@@ -41,6 +41,9 @@ package protocol FrameSource: AnyObject {
     func takeError() -> Int32
     /// Frames lost before the source could hand them over (a full ring) since the last call.
     func takeOverruns() -> UInt64
+    /// Frames whose own arrival stamp could not be used (``arrival(_:readAt:)`` gave the read time for
+    /// them: a missing stamp, or one a step of the wall clock made implausible) since the last call.
+    func takeStampFallbacks() -> UInt64
     /// Lets go of the source's descriptors and memory, when the direction ends.
     func close()
 
@@ -61,6 +64,7 @@ package protocol FrameSource: AnyObject {
 extension FrameSource {
     package var slotBytes: Int { .max }
     package func takeCopied() -> UInt64 { 0 }
+    package func takeStampFallbacks() -> UInt64 { 0 }
     package func currentMTU() -> Int { 0 }
     package func grow(toSlotBytes slotBytes: Int) throws(PacketEngineError) -> Int32? { nil }
 }

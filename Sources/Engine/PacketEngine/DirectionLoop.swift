@@ -13,6 +13,13 @@ import Synchronization
 /// already armed) and sleeps until the source is readable, the timer fires or another thread wakes it.
 /// The scheduler, the batch and the statistics belong to the thread that runs the loop.
 ///
+/// Timing: a frame is offered at its arrival as the source stamped it (the kernel's receive stamp, see
+/// ``KernelArrivalStamps``), so the wake-up that read it is not added to its delay. A departure is not
+/// slept on to its due time: the timer is armed a lead earlier (``DepartureTiming``; by default the
+/// wake-up latency the loop measures on its own timer, ``WakeLatencyEstimator``), and the thread spins on
+/// the clock from its wake-up to the due time, so the frame leaves within a clock reading of it unless
+/// the wake-up was later than the lead.
+///
 /// A frame longer than the slots it was meant for is never lost for that alone: one the source read whole
 /// the slow way, or a held one longer than a send slot, crosses, and the ends' MTU is read again before the
 /// next batch (``adaptToMTU()``) to grow the send slots and the source's. What cannot cross is counted by
@@ -51,7 +58,10 @@ final class DirectionLoop<
     private let batch: SendBatch
     private let clock: Clock
     private let waiter: Waiter
-    private let spin: UInt64
+    /// The lead of a fixed ``DepartureTiming`` (0 for `timerOnly`).
+    private let fixedLead: UInt64
+    /// The measured lead of an adaptive one.
+    private let estimator: WakeLatencyEstimator?
     private let stopRequested = Atomic<Bool>(false)
     /// True while the source may hold frames: its last batch was full, or the waiter said it is readable.
     @exclusivity(unchecked) private var receiveReady = true
@@ -64,10 +74,10 @@ final class DirectionLoop<
     private var failedSlotBytes = 0
 
     /// A loop forwarding from `source` to `sink` through `scheduler`, queueing up to `batch.capacity` frames
-    /// per send. With `spin` > 0 it wakes that many nanoseconds before a departure and spins on the clock.
+    /// per send, timing departures as `timing` says.
     init(
         direction: Direction, scheduler: Scheduler, source: Source, sink: Sink, batch: SendBatch, clock: Clock, waiter: Waiter,
-        spin: UInt64 = 0
+        timing: DepartureTiming = .timerOnly
     ) {
         self.direction = direction
         schedulerSlot = .allocate(capacity: 1)
@@ -79,8 +89,25 @@ final class DirectionLoop<
         self.batch = batch
         self.clock = clock
         self.waiter = waiter
-        self.spin = spin
+        switch timing {
+        case .timerOnly:
+            fixedLead = 0
+            estimator = nil
+        case .fixedLead(let lead):
+            fixedLead = lead
+            estimator = nil
+        case .adaptiveLead(let maximum):
+            fixedLead = 0
+            estimator = WakeLatencyEstimator(initialLead: Self.initialLead, maximumLead: maximum)
+        }
     }
+
+    /// The lead an adaptive timing starts with, before it has measured its timer.
+    static var initialLead: UInt64 { 50_000 }
+
+    /// How long before a departure the timer fires and the spin on the clock begins.
+    @inline(__always)
+    var lead: UInt64 { estimator?.lead ?? fixedLead }
 
     deinit {
         schedulerSlot.deinitialize(count: 1)
@@ -124,23 +151,40 @@ final class DirectionLoop<
             source.release()
             // A frame that did not fit has the slots grown before the thread sleeps.
             if receiveReady || slotsOutgrown { continue }
+            var beforeWait: MonotonicNanoseconds = 0
             if let next = scheduler.nextDeparture {
-                if next <= clock.now() &+ spin { continue }
-                armTimer(firesBy: next - spin)
+                beforeWait = clock.now()
+                let lead = self.lead
+                // Due within the lead: spun for (in departDue) rather than slept on.
+                if next <= beforeWait &+ lead { continue }
+                armTimer(firesBy: next - lead)
             }
             statistics.waits &+= 1
+            var fired: MonotonicNanoseconds?
             let woke = waiter.wait { event in
                 switch event {
                 case .readable: receiveReady = true
                 case .sourceError:
                     takeSourceError()
                     receiveReady = true
-                case .timer: armedDeadline = nil
+                case .timer:
+                    fired = armedDeadline
+                    armedDeadline = nil
                 case .woken: break
                 }
             }
             if !woke { return false }
+            // A wake-up by the timer that found the thread asleep (armed for a deadline still ahead).
+            if let fired, beforeWait != 0, beforeWait < fired { recordWakeup(after: fired) }
         }
+    }
+
+    /// Records how late the timer armed for `deadline` woke the thread, and learns the lead from it.
+    private func recordWakeup(after deadline: MonotonicNanoseconds) {
+        let now = clock.now()
+        let latency = now > deadline ? now - deadline : 0
+        statistics.timerWakeups.record(latency)
+        estimator?.record(latency)
     }
 
     /// Copies this thread's CPU time and the source's overruns into the statistics (on the direction's
@@ -204,18 +248,21 @@ final class DirectionLoop<
         }
     }
 
-    /// Hands out the held frames that are due (spinning up to `spin` for one that is nearly due); true when
-    /// the scheduler was asked.
+    /// Hands out the held frames that are due (spinning on the clock for one due within the ``lead``); true
+    /// when the scheduler was asked.
     @inline(__always)
     @discardableResult
     private func departDue(_ now: inout MonotonicNanoseconds) -> Bool {
         guard let next = scheduler.nextDeparture else { return false }
         if next > now {
-            guard spin > 0, next - now <= spin else { return false }
+            let lead = self.lead
+            guard lead > 0, next - now <= lead else { return false }
+            let start = now
             while now < next {
                 cpk_cpu_relax()
                 now = clock.now()
             }
+            statistics.departureSpin &+= now - start
         }
         scheduler.departDue(at: now) { frame, due in
             if batch.isFull { flush() }
@@ -270,6 +317,7 @@ final class DirectionLoop<
             statistics.copied &+= copied
             slotsOutgrown = true
         }
+        statistics.stampFallbacks &+= source.takeStampFallbacks()
         return more
     }
 

@@ -51,13 +51,35 @@ public enum OffloadMode: Sendable, Equatable {
     case segmentInEngine
 }
 
+/// How a direction's thread is on time for a departure.
+public enum DepartureTiming: Sendable, Equatable {
+    /// The departure timer (a timerfd) fires at the due time; the frame leaves when the kernel has the
+    /// thread running again, a wake-up later.
+    case timerOnly
+    /// The timer fires this many nanoseconds before the due time and the thread spins on the clock for the
+    /// rest (a departure due sooner than that is spun for rather than slept on).
+    case fixedLead(UInt64)
+    /// The timer fires early by the wake-up latency the direction measures on its own timer (a high
+    /// percentile of its recent wake-ups, see ``DirectionStatistics/timerWakeups``), at most `maximum`
+    /// nanoseconds, and the thread spins on the clock for the rest. The thread spins only when a frame is
+    /// due that soon: with nothing held it sleeps.
+    case adaptiveLead(maximum: UInt64)
+
+    /// The default: an adaptive lead of at most 200 µs.
+    public static let standard = DepartureTiming.adaptiveLead(maximum: 200_000)
+}
+
 /// Tuning of the engine's I/O. The defaults suit a wire at up to a few Gbit/s.
 public struct EngineOptions: Sendable, Equatable {
     /// Frames read per batch from the receive ring and sent per `sendmmsg`.
     public var batchSize: Int = 64
-    /// How long before a departure a direction's thread stops sleeping and spins on the clock, in
-    /// nanoseconds (0: never spin; the timerfd alone wakes it). Spinning trades CPU for punctuality.
-    public var spin: UInt64 = 0
+    /// Whether a frame's arrival (what its delay counts from) is the kernel's receive stamp in the ring
+    /// (true), or the time the direction's thread read its batch (false: the thread's wake-up is then added
+    /// to every delay; for comparison only).
+    public var kernelArrivalStamps = true
+    /// How departures are timed: by default the timer is armed early by the measured wake-up latency and
+    /// the last microseconds are spun. Spinning trades CPU for punctuality.
+    public var departureTiming = DepartureTiming.standard
     /// Receive and send buffer of each packet socket, in bytes.
     public var socketBufferBytes: Int32 = 4 << 20
     /// When set, both direction threads run `SCHED_FIFO` at this priority (1…99), so departures are not
@@ -66,9 +88,13 @@ public struct EngineOptions: Sendable, Equatable {
     public var realtimePriority: Int32?
 
     /// Options; every parameter defaults to the value documented on its property.
-    public init(batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20, realtimePriority: Int32? = nil) {
+    public init(
+        batchSize: Int = 64, kernelArrivalStamps: Bool = true, departureTiming: DepartureTiming = .standard, socketBufferBytes: Int32 = 4 << 20,
+        realtimePriority: Int32? = nil
+    ) {
         self.batchSize = batchSize
-        self.spin = spin
+        self.kernelArrivalStamps = kernelArrivalStamps
+        self.departureTiming = departureTiming
         self.socketBufferBytes = socketBufferBytes
         self.realtimePriority = realtimePriority
     }
@@ -110,6 +136,9 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     /// was full: the thread fell behind the arrivals (`PACKET_STATISTICS`' `tp_drops`, summed; read when
     /// the statistics are).
     public var receiveOverruns: UInt64 = 0
+    /// Frames whose arrival was taken as the time they were read, their kernel stamp being missing or
+    /// implausible (a step of the wall clock; see ``EngineOptions/kernelArrivalStamps``).
+    public var stampFallbacks: UInt64 = 0
     /// Frames the kernel reported as outgoing (never expected with `PACKET_IGNORE_OUTGOING`), skipped.
     public var outgoingSkipped: UInt64 = 0
     /// Frames too long for the sending end, dropped: held frames longer than a send slot, and frames the
@@ -117,6 +146,12 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     public var oversized: UInt64 = 0
     /// Times the thread slept in epoll.
     public var waits: UInt64 = 0
+    /// How late the departure timer woke the thread: the time its wait returned minus the deadline the
+    /// timer was armed for, for each wake-up by the timer that found the thread asleep.
+    public var timerWakeups = LatencyHistogram()
+    /// Time the thread spent spinning on the clock for departures, in nanoseconds (CPU it used to be on
+    /// time; ``DepartureTiming``).
+    public var departureSpin: UInt64 = 0
     /// CPU time the direction's thread has used, user and system, in nanoseconds (`getrusage(RUSAGE_THREAD)`,
     /// taken when the statistics are read and when the thread ends).
     public var userCPU: UInt64 = 0
@@ -132,8 +167,8 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
         "received \(received) (\(receivedBytes) B), at once \(forwardedAtOnce), held \(held), dropped \(dropped), "
             + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
             + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), copied \(copied), ring rebuilds \(ringRebuilds) "
-            + "(failed \(rebuildFailures)\(lastRebuildFailure.map { ": \($0)" } ?? "")), receive overruns \(receiveOverruns), outgoing \(outgoingSkipped), "
-            + "oversized \(oversized), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
+            + "(failed \(rebuildFailures)\(lastRebuildFailure.map { ": \($0)" } ?? "")), receive overruns \(receiveOverruns), stamp fallbacks \(stampFallbacks), outgoing \(outgoingSkipped), "
+            + "oversized \(oversized), waits \(waits), timer wake-ups \(timerWakeups.summary), departure spin \(departureSpin / 1000) µs, CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
             + "lateness \(lateness.summary)"
     }
 }

@@ -43,7 +43,8 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         wire: WireEnds, options: EngineOptions = EngineOptions(), uplink: sending Scheduler, downlink: sending Scheduler
     ) throws(PacketEngineError) {
         try self.init(wire: wire, options: options, uplink: uplink, downlink: downlink) { (socket, sizes) throws(PacketEngineError) in
-            try ReceiveRing(socket: socket, frameBytes: sizes.frameBytes, slots: 2048, batch: sizes.batchSize)
+            try ReceiveRing(
+                socket: socket, frameBytes: sizes.frameBytes, slots: 2048, batch: sizes.batchSize, kernelStamps: options.kernelArrivalStamps)
         }
     }
 
@@ -83,7 +84,8 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         let source = try makeSource(receiver, SourceSizes(frameBytes: frameBytes, batchSize: options.batchSize))
         return DirectionLoop(
             direction: direction, scheduler: scheduler, source: source, sink: PacketSink(socket: sender),
-            batch: SendBatch(capacity: options.batchSize, slotSize: frameBytes), clock: SystemClock(), waiter: waiter, spin: options.spin)
+            batch: SendBatch(capacity: options.batchSize, slotSize: frameBytes), clock: SystemClock(), waiter: waiter,
+            timing: options.departureTiming)
     }
 
     /// The longest frame an MTU lets onto an Ethernet link: the MTU, an Ethernet header and a VLAN tag.

@@ -146,6 +146,13 @@ struct MappedRing {
     @inline(__always)
     func headerOf(_ index: Int) -> tpacket2_hdr { header(index).pointee }
 
+    /// The kernel's receive stamp of frame `index` of the batch (`CLOCK_REALTIME`).
+    @inline(__always)
+    func stamp(_ index: Int) -> (seconds: UInt32, nanoseconds: UInt32) {
+        let frame = header(index)
+        return (frame.pointee.tp_sec, frame.pointee.tp_nsec)
+    }
+
     /// Frame `index` of the batch, from the headroom in front of it to its end.
     @inline(__always)
     func frame(_ index: Int) -> UnsafeMutableRawBufferPointer {

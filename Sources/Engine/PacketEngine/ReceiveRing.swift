@@ -17,6 +17,9 @@ import LinkEmulation
 ///   nothing more; it is read to its end and closed.
 /// - The VLAN tag the kernel took out of a frame is put back in front of its EtherType (``VLANTag``).
 ///
+/// A frame's arrival is the kernel's stamp in its slot (``KernelArrivalStamps``), unless the ring was made
+/// with `kernelStamps` off (then it is the time the batch was read, the engine's former model).
+///
 /// The ring owns its receiving socket: ``close()`` unmaps the ring and closes the socket.
 package final class ReceiveRing: FrameSource {
     /// Frames a batch holds at most.
@@ -35,6 +38,9 @@ package final class ReceiveRing: FrameSource {
     @exclusivity(unchecked) private var batchCount = 0
     @exclusivity(unchecked) private var copied: UInt64 = 0
     private var closed = false
+    /// Whether arrivals are the kernel's stamps (else the read time).
+    private let kernelStamps: Bool
+    @exclusivity(unchecked) private var stamps = KernelArrivalStamps()
 
     private enum LongFrame {
         /// In its slot.
@@ -55,12 +61,16 @@ package final class ReceiveRing: FrameSource {
     /// when that would pass ``RingLayout/maximumBytes``), read `batch` at a time. `headroom` is what the kernel
     /// writes in front of each frame and ``frame(_:)`` includes: the `virtio_net_hdr` of a socket with
     /// `PACKET_VNET_HDR` (0 without). The socket becomes the first member of a fanout group of its own.
+    /// With `kernelStamps`, a frame's arrival is the kernel's stamp (and the socket asks for stamps taken
+    /// as frames are queued, `SO_TIMESTAMPNS`); without, the time the batch was read.
     package init(
-        socket: PacketSocket, frameBytes: Int, slots: Int, batch: Int, headroom: Int = 0
+        socket: PacketSocket, frameBytes: Int, slots: Int, batch: Int, headroom: Int = 0, kernelStamps: Bool = true
     ) throws(PacketEngineError) {
         capacity = max(1, batch)
         self.headroom = headroom
         slotsWanted = slots
+        self.kernelStamps = kernelStamps
+        if kernelStamps { KernelArrivalStamps.enableOnSocket(socket.fileDescriptor) }
         reading = try RingMapping(socket: socket, frameBytes: frameBytes, slots: slots, headroom: headroom)
         group = FanoutGroup.create(on: socket)
         entries = Array(repeating: .ring, count: capacity)
@@ -95,6 +105,7 @@ package final class ReceiveRing: FrameSource {
         }
         guard count > 0 else { return .empty }
         batchCount = count
+        if kernelStamps { stamps.refresh() }
         if reading.frames.copies > 0 { fetchLongFrames(count) }
         return .frames(count, more: count == capacity || reading.frames.copies == Self.longFramesPerBatch)
     }
@@ -120,10 +131,16 @@ package final class ReceiveRing: FrameSource {
     @inline(__always)
     package func isOutgoing(_ index: Int) -> Bool { reading.frames.packetType(index) == UInt8(PACKET_OUTGOING) }
 
-    /// The time the batch was read: the ring's `tp_sec`/`tp_nsec` are `CLOCK_REALTIME` stamps (the
-    /// engine never mixes in the wall clock).
+    /// The kernel's stamp of the frame (`tp_sec`/`tp_nsec`, `CLOCK_REALTIME`) on the monotonic clock, or
+    /// `readAt` when it cannot be used or the ring was made without `kernelStamps`.
     @inline(__always)
-    package func arrival(_ index: Int, readAt: MonotonicNanoseconds) -> MonotonicNanoseconds { readAt }
+    package func arrival(_ index: Int, readAt: MonotonicNanoseconds) -> MonotonicNanoseconds {
+        guard kernelStamps else { return readAt }
+        let stamp = reading.frames.stamp(index)
+        return stamps.arrival(seconds: stamp.seconds, nanoseconds: stamp.nanoseconds, readAt: readAt)
+    }
+
+    package func takeStampFallbacks() -> UInt64 { stamps.takeFallbacks() }
 
     package func release() {
         if batchHasCopies {
@@ -165,6 +182,7 @@ package final class ReceiveRing: FrameSource {
                 detail: "the kernel refused a PACKET_FANOUT group, so the ring cannot be handed over without losing frames; longer frames are still read whole, one system call each")
         }
         let socket = try reading.socket.reopen()
+        if kernelStamps { KernelArrivalStamps.enableOnSocket(socket.fileDescriptor) }
         let mapping: RingMapping
         do {
             mapping = try RingMapping(socket: socket, frameBytes: wanted, slots: slotsWanted, headroom: headroom)

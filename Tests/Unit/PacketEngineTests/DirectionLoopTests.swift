@@ -158,7 +158,7 @@ final class DirectionLoopTests: XCTestCase {
         let scheduler = ScriptedScheduler()
         scheduler.decide = { _, at in .hold(until: at + 10_000_000) }
         let spin: UInt64 = 50_000
-        let direction = EmbeddedDirection(scheduler, spin: spin)
+        let direction = EmbeddedDirection(scheduler, timing: .fixedLead(spin))
         let start = direction.wire.now
         direction.wire.push(TestFrame.udp(id: 1))
         direction.run()
@@ -183,7 +183,7 @@ final class DirectionLoopTests: XCTestCase {
     func testADepartureWithinTheSpinIsNotSleptOn() {
         let scheduler = ScriptedScheduler()
         scheduler.decide = { _, at in .hold(until: at + 20_000) }
-        let direction = EmbeddedDirection(scheduler, spin: 50_000)
+        let direction = EmbeddedDirection(scheduler, timing: .fixedLead(50_000))
         direction.wire.clockTick = 1000
         direction.wire.push(TestFrame.udp(id: 7))
         direction.run()

@@ -47,6 +47,10 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
     /// How far each reading of the clock moves it (0: it stands still), so a spin on the clock ends.
     var clockTick: UInt64 = 0
     private(set) var clockReadings = 0
+    /// What happens while the loop sleeps with nothing ready: the test moves the clock (to the timer's
+    /// deadline plus a wake-up latency, say) and returns true to have the wait report what is ready then,
+    /// as a thread woken in epoll would; false (or no hook) returns control to the test.
+    var sleep: ((EmbeddedWire) -> Bool)?
     /// The deadline the timer is armed for (nil: disarmed or fired), and how often it was armed.
     private(set) var timerDeadline: MonotonicNanoseconds?
     private(set) var timerArmings = 0
@@ -234,6 +238,8 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
     }
 
     func wait(_ report: (WaitEvent) -> Void) -> Bool {
+        let ready = woken || pendingError != 0 || waiting > 0 || timerDeadline.map { now >= $0 } == true
+        if !ready, let sleep, !sleep(self) { return false }
         var reported = false
         if woken {
             woken = false
@@ -288,13 +294,16 @@ final class EmbeddedDirection<Scheduler: FrameScheduler> {
 
     /// A loop sending up to `batchSize` frames per send, reading as many per batch; its mailbox is open, as
     /// the runtime opens it before the thread starts. The send batch's copy slots have `sendSlotSize` bytes
-    /// (the wire's `slotSize` when nil).
-    init(_ scheduler: Scheduler, batchSize: Int = 64, spin: UInt64 = 0, slots: Int = 1024, slotSize: Int = 2048, sendSlotSize: Int? = nil) {
+    /// (the wire's `slotSize` when nil). Departures are timed as `timing` says.
+    init(
+        _ scheduler: Scheduler, batchSize: Int = 64, timing: DepartureTiming = .timerOnly, slots: Int = 1024, slotSize: Int = 2048,
+        sendSlotSize: Int? = nil
+    ) {
         wire = EmbeddedWire(batchCapacity: batchSize, slots: slots, slotSize: slotSize)
         batch = SendBatch(capacity: batchSize, slotSize: sendSlotSize ?? slotSize)
         loop = DirectionLoop(
             direction: .uplink, scheduler: scheduler, source: wire, sink: wire, batch: batch, clock: VirtualClock(wire: wire), waiter: wire,
-            spin: spin)
+            timing: timing)
         loop.mailbox.open()
     }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/epoll.h>
@@ -62,6 +63,25 @@ static inline uint64_t cpk_monotonic_ns(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/* CLOCK_REALTIME minus CLOCK_MONOTONIC in nanoseconds, from one CLOCK_REALTIME reading between two
+ * CLOCK_MONOTONIC ones (compared with their midpoint; the vDSO answers all three in well under a
+ * microsecond): what turns a CLOCK_REALTIME stamp of the kernel's into the engine's CLOCK_MONOTONIC. */
+static inline int64_t cpk_realtime_offset_ns(void) {
+    struct timespec before, wall, after;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    int64_t monotonic = ((int64_t)before.tv_sec * 1000000000ll + before.tv_nsec + (int64_t)after.tv_sec * 1000000000ll + after.tv_nsec) / 2;
+    return (int64_t)wall.tv_sec * 1000000000ll + wall.tv_nsec - monotonic;
+}
+
+/* setsockopt(SO_TIMESTAMPNS, 1): while the socket is open, the kernel stamps every received frame as it
+ * queues it (netif_rx), which a TPACKET ring then reports (TP_STATUS_TS_SOFTWARE). 0 or -1 with errno. */
+static inline int cpk_enable_receive_stamps(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
 }
 
 /* TPACKET_V2 ring geometry from <linux/if_packet.h>, whose function-like macros Swift cannot import. */
