@@ -21,7 +21,10 @@ import LinkEmulation
 ///   ring's stamp 9–16 µs after it (the sender's system call), whether the reader read the frame 24 µs
 ///   or 1.4 ms later; a stamp taken at the ring write (no software stamp) came 29 µs after it.
 ///
-/// The conversion uses `CLOCK_REALTIME − CLOCK_MONOTONIC` read once per batch (``refresh()``). A stamp is
+/// The conversion uses `CLOCK_REALTIME − CLOCK_MONOTONIC`, which changes only when the wall clock is
+/// stepped (NTP's slewing moves both clocks alike). It is read once per batch (``refresh()``) and kept
+/// from the tightest reading: a reading the thread was preempted in the middle of is off by half the
+/// preemption, and is taken only when it disagrees with the kept one by more than that (a step). A stamp is
 /// not used, and the read time stands in for it (counted as a fallback), when it is missing (zero), later
 /// than the read (the wall clock was stepped back since), or more than ``oldest`` before it (stepped
 /// forward: no frame waits a second in the ring of a running engine).
@@ -29,8 +32,14 @@ struct KernelArrivalStamps {
     /// How much earlier than its read a stamp may be before it is taken for a clock step.
     static let oldest: UInt64 = 1_000_000_000
 
-    /// `CLOCK_REALTIME − CLOCK_MONOTONIC` when the batch was taken.
+    /// How far a reading of the offset may be off (half the time between its monotonic readings) to be
+    /// taken as it is.
+    static let tight: Int64 = 1000
+
+    /// `CLOCK_REALTIME − CLOCK_MONOTONIC`, as of the last batch.
     private(set) var offset: Int64 = 0
+    /// How far ``offset`` may be off.
+    private(set) var uncertainty: Int64 = .max
     /// Frames whose stamp was not used, since the last ``takeFallbacks()``.
     private(set) var fallbacks: UInt64 = 0
 
@@ -45,7 +54,21 @@ struct KernelArrivalStamps {
     /// Reads the clocks' offset again (once per batch: a step of the wall clock is seen by the next one).
     @inline(__always)
     mutating func refresh() {
-        offset = cpk_realtime_offset_ns()
+        var width: Int64 = 0
+        let reading = cpk_realtime_offset_ns(&width)
+        take(reading, uncertainty: width / 2)
+    }
+
+    /// Keeps `reading` (off by at most `uncertainty`) when it is tight, tighter than the kept offset, or
+    /// disagrees with it by more than both could be off: the wall clock was stepped.
+    @inline(__always)
+    mutating func take(_ reading: Int64, uncertainty readingUncertainty: Int64) {
+        if readingUncertainty <= Self.tight || readingUncertainty <= uncertainty
+            || abs(reading &- offset) > readingUncertainty &+ uncertainty
+        {
+            offset = reading
+            uncertainty = readingUncertainty
+        }
     }
 
     /// The arrival of a frame stamped `seconds`/`nanoseconds` (`CLOCK_REALTIME`) and read at `readAt`

@@ -153,6 +153,21 @@ final class DepartureTimingTests: XCTestCase {
         }
         XCTAssertTrue(between, "a stamp of now did not convert to now (offset \(stamps.offset))")
         _ = stamps.takeFallbacks()
+
+        // A reading taken by a thread preempted between its clock readings (off by up to half the gap) does
+        // not replace a tight one, unless it disagrees by more than both can be off: the wall clock stepped.
+        var kept = KernelArrivalStamps()
+        kept.take(5_000_000, uncertainty: 400)
+        kept.take(5_003_000, uncertainty: 8000)
+        XCTAssertEqual(kept.offset, 5_000_000, "a preempted reading replaced a tight one")
+        kept.take(5_000_300, uncertainty: 300)
+        XCTAssertEqual(kept.offset, 5_000_300, "a tight reading is always taken")
+        kept.take(9_000_000, uncertainty: 8000)
+        XCTAssertEqual(kept.offset, 9_000_000, "a step of the wall clock was not followed")
+        XCTAssertEqual(kept.uncertainty, 8000)
+        kept.take(9_004_000, uncertainty: 5000)
+        XCTAssertEqual(kept.offset, 9_004_000, "a tighter reading than the kept one is taken")
+
         let monotonicNow = cpk_monotonic_ns()
         XCTAssertEqual(stamps.arrival(seconds: 0, nanoseconds: 0, readAt: monotonicNow), monotonicNow)
         XCTAssertEqual(stamps.takeFallbacks(), 1)

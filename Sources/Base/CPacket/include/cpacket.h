@@ -67,14 +67,18 @@ static inline uint64_t cpk_monotonic_ns(void) {
 
 /* CLOCK_REALTIME minus CLOCK_MONOTONIC in nanoseconds, from one CLOCK_REALTIME reading between two
  * CLOCK_MONOTONIC ones (compared with their midpoint; the vDSO answers all three in well under a
- * microsecond): what turns a CLOCK_REALTIME stamp of the kernel's into the engine's CLOCK_MONOTONIC. */
-static inline int64_t cpk_realtime_offset_ns(void) {
+ * microsecond): what turns a CLOCK_REALTIME stamp of the kernel's into the engine's CLOCK_MONOTONIC.
+ * `*width` is the time between the two monotonic readings: the offset is right to within half of it (a
+ * thread preempted between the readings gets a wide one). */
+static inline int64_t cpk_realtime_offset_ns(int64_t *width) {
     struct timespec before, wall, after;
     clock_gettime(CLOCK_MONOTONIC, &before);
     clock_gettime(CLOCK_REALTIME, &wall);
     clock_gettime(CLOCK_MONOTONIC, &after);
-    int64_t monotonic = ((int64_t)before.tv_sec * 1000000000ll + before.tv_nsec + (int64_t)after.tv_sec * 1000000000ll + after.tv_nsec) / 2;
-    return (int64_t)wall.tv_sec * 1000000000ll + wall.tv_nsec - monotonic;
+    int64_t first = (int64_t)before.tv_sec * 1000000000ll + before.tv_nsec;
+    int64_t second = (int64_t)after.tv_sec * 1000000000ll + after.tv_nsec;
+    *width = second - first;
+    return (int64_t)wall.tv_sec * 1000000000ll + wall.tv_nsec - (first + second) / 2;
 }
 
 /* setsockopt(SO_TIMESTAMPNS, 1): while the socket is open, the kernel stamps every received frame as it
