@@ -36,6 +36,11 @@ package protocol FrameSource: AnyObject {
     func arrival(_ index: Int, readAt: MonotonicNanoseconds) -> MonotonicNanoseconds
     /// Gives the batch's buffers back, once nothing refers to its frames any more (after the send).
     func release()
+    /// Whether ``hasFrames()`` can see a waiting frame without a system call (a ring's status word), so
+    /// the loop may poll it after traffic rather than sleep (``TrafficPolling``).
+    var canPoll: Bool { get }
+    /// True when a frame is waiting to be read (without taking it, without a system call).
+    func hasFrames() -> Bool
     /// Takes the error the source reports besides reads (a socket's `SO_ERROR`, after the waiter saw
     /// ``WaitEvent/sourceError``); 0 when there is none.
     func takeError() -> Int32
@@ -60,11 +65,14 @@ package protocol FrameSource: AnyObject {
     func grow(toSlotBytes slotBytes: Int) throws(PacketEngineError) -> Int32?
 }
 
-/// A source whose slots are fixed and large enough for any frame: nothing is copied, nothing grows.
+/// A source whose slots are fixed and large enough for any frame: nothing is copied, nothing grows; with no
+/// stamps of its own and nothing to poll.
 extension FrameSource {
     package var slotBytes: Int { .max }
     package func takeCopied() -> UInt64 { 0 }
     package func takeStampFallbacks() -> UInt64 { 0 }
+    package var canPoll: Bool { false }
+    package func hasFrames() -> Bool { false }
     package func currentMTU() -> Int { 0 }
     package func grow(toSlotBytes slotBytes: Int) throws(PacketEngineError) -> Int32? { nil }
 }

@@ -18,7 +18,11 @@ import Synchronization
 /// slept on to its due time: the timer is armed a lead earlier (``DepartureTiming``; by default the
 /// wake-up latency the loop measures on its own timer, ``WakeLatencyEstimator``), and the thread spins on
 /// the clock from its wake-up to the due time, so the frame leaves within a clock reading of it unless
-/// the wake-up was later than the lead.
+/// the wake-up was later than the lead. After traffic the thread polls its ring for a while before it
+/// sleeps (``TrafficPolling``), and a frame it sends has the other direction poll for the reply, so
+/// neither pays a wake-up for a frame that follows closely. No spin lasts longer than its bound, none
+/// happens with nothing due or no recent traffic, and a preempted one stops them all for a while
+/// (``DeparturePacer``). The polling and spinning live in DirectionLoopSpin.swift.
 ///
 /// A frame longer than the slots it was meant for is never lost for that alone: one the source read whole
 /// the slow way, or a held one longer than a send slot, crosses, and the ends' MTU is read again before the
@@ -53,16 +57,19 @@ final class DirectionLoop<
         _modify { yield &counters.pointee }
     }
 
-    private let source: Source
+    let source: Source
     private let sink: Sink
     private let batch: SendBatch
-    private let clock: Clock
+    let clock: Clock
     private let waiter: Waiter
-    /// The lead of a fixed ``DepartureTiming`` (0 for `timerOnly`).
-    private let fixedLead: UInt64
-    /// The measured lead of an adaptive one.
-    private let estimator: WakeLatencyEstimator?
-    private let stopRequested = Atomic<Bool>(false)
+    /// The departures' lead and the spins' back-off.
+    let pacer: DeparturePacer
+    /// The polling after traffic and for replies.
+    let poller: TrafficPoller
+    /// The other direction of the wire, asked to poll for replies (set by the runtime before the threads
+    /// start; it outlives both).
+    unowned(unsafe) var partner: DirectionLoop?
+    let stopRequested = Atomic<Bool>(false)
     /// True while the source may hold frames: its last batch was full, or the waiter said it is readable.
     @exclusivity(unchecked) private var receiveReady = true
     /// The deadline the waiter's timer is armed for; nil when it is not armed or has fired.
@@ -74,10 +81,10 @@ final class DirectionLoop<
     private var failedSlotBytes = 0
 
     /// A loop forwarding from `source` to `sink` through `scheduler`, queueing up to `batch.capacity` frames
-    /// per send, timing departures as `timing` says.
+    /// per send, timing departures as `timing` says and polling after traffic as `polling` says.
     init(
         direction: Direction, scheduler: Scheduler, source: Source, sink: Sink, batch: SendBatch, clock: Clock, waiter: Waiter,
-        timing: DepartureTiming = .timerOnly
+        timing: DepartureTiming = .timerOnly, polling: TrafficPolling = .off
     ) {
         self.direction = direction
         schedulerSlot = .allocate(capacity: 1)
@@ -89,25 +96,12 @@ final class DirectionLoop<
         self.batch = batch
         self.clock = clock
         self.waiter = waiter
-        switch timing {
-        case .timerOnly:
-            fixedLead = 0
-            estimator = nil
-        case .fixedLead(let lead):
-            fixedLead = lead
-            estimator = nil
-        case .adaptiveLead(let maximum):
-            fixedLead = 0
-            estimator = WakeLatencyEstimator(initialLead: Self.initialLead, maximumLead: maximum)
-        }
+        pacer = DeparturePacer(timing: timing)
+        poller = TrafficPoller(polling)
     }
 
-    /// The lead an adaptive timing starts with, before it has measured its timer.
-    static var initialLead: UInt64 { 50_000 }
-
-    /// How long before a departure the timer fires and the spin on the clock begins.
-    @inline(__always)
-    var lead: UInt64 { estimator?.lead ?? fixedLead }
+    /// How long before a departure the timer fires and the spin on the clock begins (when not backing off).
+    var lead: UInt64 { pacer.configuredLead }
 
     deinit {
         schedulerSlot.deinitialize(count: 1)
@@ -135,6 +129,8 @@ final class DirectionLoop<
     /// embedded wire's waiter does that, the engine's never does).
     @discardableResult
     func run() -> Bool {
+        // Awake (an embedded wire's loop is still marked asleep from its last wait when it runs again).
+        poller.sleeping.store(false, ordering: .relaxed)
         while true {
             if mailbox.hasPending { mailbox.runPending(self) }
             if slotsOutgrown { adaptToMTU() }
@@ -151,13 +147,22 @@ final class DirectionLoop<
             source.release()
             // A frame that did not fit has the slots grown before the thread sleeps.
             if receiveReady || slotsOutgrown { continue }
-            var beforeWait: MonotonicNanoseconds = 0
-            if let next = scheduler.nextDeparture {
-                beforeWait = clock.now()
-                let lead = self.lead
-                // Due within the lead: spun for (in departDue) rather than slept on.
-                if next <= beforeWait &+ lead { continue }
-                armTimer(firesBy: next - lead)
+            var beforeWait = clock.now()
+            let lead = pacer.lead(at: beforeWait)
+            let next = scheduler.nextDeparture
+            // Due within the lead: spun for (in departDue) rather than slept on.
+            if let next, next <= beforeWait &+ lead { continue }
+            // Polling for traffic ends, at the latest, when the next departure's spin begins.
+            if pollForTraffic(&beforeWait, before: next.map { $0 - lead } ?? .max) {
+                receiveReady = true
+                continue
+            }
+            if let next { armTimer(firesBy: next - pacer.lead(at: beforeWait)) }
+            // A request to poll for a reply that came as the thread decided to sleep is polled for instead.
+            poller.sleeping.store(true, ordering: .sequentiallyConsistent)
+            if poller.replyRequested(after: beforeWait) {
+                poller.sleeping.store(false, ordering: .relaxed)
+                continue
             }
             statistics.waits &+= 1
             var fired: MonotonicNanoseconds?
@@ -173,9 +178,11 @@ final class DirectionLoop<
                 case .woken: break
                 }
             }
+            // A waiter that cannot block leaves the loop asleep as far as the other direction can tell.
             if !woke { return false }
+            poller.sleeping.store(false, ordering: .relaxed)
             // A wake-up by the timer that found the thread asleep (armed for a deadline still ahead).
-            if let fired, beforeWait != 0, beforeWait < fired { recordWakeup(after: fired) }
+            if let fired, beforeWait < fired { recordWakeup(after: fired) }
         }
     }
 
@@ -184,7 +191,7 @@ final class DirectionLoop<
         let now = clock.now()
         let latency = now > deadline ? now - deadline : 0
         statistics.timerWakeups.record(latency)
-        estimator?.record(latency)
+        pacer.recordWakeup(latency)
     }
 
     /// Copies this thread's CPU time and the source's overruns into the statistics (on the direction's
@@ -248,21 +255,16 @@ final class DirectionLoop<
         }
     }
 
-    /// Hands out the held frames that are due (spinning on the clock for one due within the ``lead``); true
+    /// Hands out the held frames that are due (spinning on the clock for one due within the lead); true
     /// when the scheduler was asked.
     @inline(__always)
     @discardableResult
     private func departDue(_ now: inout MonotonicNanoseconds) -> Bool {
         guard let next = scheduler.nextDeparture else { return false }
         if next > now {
-            let lead = self.lead
+            let lead = pacer.lead(at: now)
             guard lead > 0, next - now <= lead else { return false }
-            let start = now
-            while now < next {
-                cpk_cpu_relax()
-                now = clock.now()
-            }
-            statistics.departureSpin &+= now - start
+            spin(until: next, &now)
         }
         scheduler.departDue(at: now) { frame, due in
             if batch.isFull { flush() }
@@ -300,6 +302,8 @@ final class DirectionLoop<
             return false
         }
         let now = clock.now()
+        var first: MonotonicNanoseconds = .max
+        var last: MonotonicNanoseconds = 0
         for index in 0..<count {
             if source.isTruncated(index) {
                 statistics.truncated &+= 1
@@ -310,7 +314,14 @@ final class DirectionLoop<
                 statistics.outgoingSkipped &+= 1
                 continue
             }
-            offer(source.frame(index), arrival: source.arrival(index, readAt: now), now: now)
+            let arrival = source.arrival(index, readAt: now)
+            first = min(first, arrival)
+            last = max(last, arrival)
+            offer(source.frame(index), arrival: arrival, now: now)
+        }
+        if last != 0 {
+            poller.arrived(first: first, last: last)
+            poller.received(at: now)
         }
         let copied = source.takeCopied()
         if copied > 0 {
@@ -376,5 +387,7 @@ final class DirectionLoop<
             }
         }
         batch.clear()
+        // After the send, so a partner woken on this CPU cannot hold up the send with its polling.
+        if let partner { askForReply(partner) }
     }
 }

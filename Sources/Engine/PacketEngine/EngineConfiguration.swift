@@ -80,6 +80,8 @@ public struct EngineOptions: Sendable, Equatable {
     /// How departures are timed: by default the timer is armed early by the measured wake-up latency and
     /// the last microseconds are spun. Spinning trades CPU for punctuality.
     public var departureTiming = DepartureTiming.standard
+    /// Whether a direction polls its ring for a while after traffic (and for replies) before it sleeps.
+    public var polling = TrafficPolling.standard
     /// Receive and send buffer of each packet socket, in bytes.
     public var socketBufferBytes: Int32 = 4 << 20
     /// When set, both direction threads run `SCHED_FIFO` at this priority (1…99), so departures are not
@@ -89,12 +91,13 @@ public struct EngineOptions: Sendable, Equatable {
 
     /// Options; every parameter defaults to the value documented on its property.
     public init(
-        batchSize: Int = 64, kernelArrivalStamps: Bool = true, departureTiming: DepartureTiming = .standard, socketBufferBytes: Int32 = 4 << 20,
-        realtimePriority: Int32? = nil
+        batchSize: Int = 64, kernelArrivalStamps: Bool = true, departureTiming: DepartureTiming = .standard, polling: TrafficPolling = .standard,
+        socketBufferBytes: Int32 = 4 << 20, realtimePriority: Int32? = nil
     ) {
         self.batchSize = batchSize
         self.kernelArrivalStamps = kernelArrivalStamps
         self.departureTiming = departureTiming
+        self.polling = polling
         self.socketBufferBytes = socketBufferBytes
         self.realtimePriority = realtimePriority
     }
@@ -152,6 +155,12 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     /// Time the thread spent spinning on the clock for departures, in nanoseconds (CPU it used to be on
     /// time; ``DepartureTiming``).
     public var departureSpin: UInt64 = 0
+    /// Time the thread spent polling its ring after traffic or for a reply, in nanoseconds, and the polls
+    /// that found a frame (each a wake-up saved; ``TrafficPolling``).
+    public var pollSpin: UInt64 = 0
+    public var pollHits: UInt64 = 0
+    /// Spins the kernel preempted (each stops the direction's spinning for a while; ``DeparturePacer``).
+    public var spinPreemptions: UInt64 = 0
     /// CPU time the direction's thread has used, user and system, in nanoseconds (`getrusage(RUSAGE_THREAD)`,
     /// taken when the statistics are read and when the thread ends).
     public var userCPU: UInt64 = 0
@@ -168,7 +177,7 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
             + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
             + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), copied \(copied), ring rebuilds \(ringRebuilds) "
             + "(failed \(rebuildFailures)\(lastRebuildFailure.map { ": \($0)" } ?? "")), receive overruns \(receiveOverruns), stamp fallbacks \(stampFallbacks), outgoing \(outgoingSkipped), "
-            + "oversized \(oversized), waits \(waits), timer wake-ups \(timerWakeups.summary), departure spin \(departureSpin / 1000) µs, CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
+            + "oversized \(oversized), waits \(waits), timer wake-ups \(timerWakeups.summary), departure spin \(departureSpin / 1000) µs, poll spin \(pollSpin / 1000) µs (\(pollHits) found a frame), spins preempted \(spinPreemptions), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
             + "lateness \(lateness.summary)"
     }
 }

@@ -65,17 +65,21 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         let clientSend = try PacketSocket.open(interface: wire.clientSide, in: wire.namespace, role: .send, bufferBytes: buffer)
         let routerReceive = try PacketSocket.open(interface: wire.routerSide, in: wire.namespace, role: .receive, bufferBytes: buffer)
         let routerSend = try PacketSocket.open(interface: wire.routerSide, in: wire.namespace, role: .send, bufferBytes: buffer)
-        self.uplink = try Self.direction(
-            .uplink, scheduler: uplink, receiver: clientReceive, sender: routerSend, options: options, makeSource: makeSource)
-        self.downlink = try Self.direction(
+        let up = try Self.direction(.uplink, scheduler: uplink, receiver: clientReceive, sender: routerSend, options: options, makeSource: makeSource)
+        let down = try Self.direction(
             .downlink, scheduler: downlink, receiver: routerReceive, sender: clientSend, options: options, makeSource: makeSource)
+        // Each asks the other to poll for replies (TrafficPolling.replies).
+        up.partner = down
+        down.partner = up
+        self.uplink = up
+        self.downlink = down
     }
 
     /// One direction's loop: `receiver`'s source, `sender`'s sink, the system clock, epoll.
     private static func direction<Source: FrameSource>(
         _ direction: Direction, scheduler: sending Scheduler, receiver: PacketSocket, sender: PacketSocket, options: EngineOptions,
         makeSource: (PacketSocket, SourceSizes) throws(PacketEngineError) -> Source
-    ) throws(PacketEngineError) -> any DirectionControl<Scheduler> {
+    ) throws(PacketEngineError) -> DirectionLoop<Scheduler, Source, PacketSink, SystemClock, EpollWaiter> {
         // Room for a full-MTU frame with a VLAN tag. A longer one (the MTU grew) is read whole from the
         // socket and has the slots grown (DirectionLoop.adaptToMTU).
         let frameBytes = Self.frameBytes(mtu: Int(max(receiver.mtu, sender.mtu)))
@@ -85,7 +89,7 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         return DirectionLoop(
             direction: direction, scheduler: scheduler, source: source, sink: PacketSink(socket: sender),
             batch: SendBatch(capacity: options.batchSize, slotSize: frameBytes), clock: SystemClock(), waiter: waiter,
-            timing: options.departureTiming)
+            timing: options.departureTiming, polling: options.polling)
     }
 
     /// The longest frame an MTU lets onto an Ethernet link: the MTU, an Ethernet header and a VLAN tag.

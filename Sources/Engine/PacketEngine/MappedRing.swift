@@ -138,6 +138,12 @@ struct MappedRing {
         status & UInt32(TP_STATUS_VLAN_TPID_VALID) != 0 ? frame.tp_vlan_tpid : VLANTag.dot1Q
     }
 
+    /// Whether the kernel has handed over the slot after the batch (the next to be taken).
+    @inline(__always)
+    var headIsReady: Bool {
+        cpk_ring_status(slot((head + taken) % layout.frameCount)) & UInt32(TP_STATUS_USER) != 0
+    }
+
     /// `tp_status` of frame `index` of the batch.
     @inline(__always)
     func status(_ index: Int) -> UInt32 { header(index).pointee.tp_status }

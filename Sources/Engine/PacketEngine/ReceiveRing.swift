@@ -142,6 +142,15 @@ package final class ReceiveRing: FrameSource {
 
     package func takeStampFallbacks() -> UInt64 { stamps.takeFallbacks() }
 
+    package var canPoll: Bool { true }
+
+    /// Whether the kernel has handed over the slot at the head of the ring being read (or of the one
+    /// taking over from it): one load of its status word.
+    @inline(__always)
+    package func hasFrames() -> Bool {
+        reading.frames.headIsReady || next?.frames.headIsReady == true
+    }
+
     package func release() {
         if batchHasCopies {
             for index in 0..<batchCount { entries[index] = .ring }

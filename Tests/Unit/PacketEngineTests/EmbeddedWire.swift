@@ -47,6 +47,12 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
     /// How far each reading of the clock moves it (0: it stands still), so a spin on the clock ends.
     var clockTick: UInt64 = 0
     private(set) var clockReadings = 0
+    /// A jump of the clock at one reading (the thread preempted there): at reading number `reading`, by `by`.
+    var jump: (reading: Int, by: UInt64)?
+    /// A frame that arrives after the loop has checked the source this many times while polling it.
+    var arrivesWhilePolling: (frame: [UInt8], afterChecks: Int)?
+    /// Times the loop checked the source while polling it.
+    private(set) var pollChecks = 0
     /// What happens while the loop sleeps with nothing ready: the test moves the clock (to the timer's
     /// deadline plus a wake-up latency, say) and returns true to have the wait report what is ready then,
     /// as a thread woken in epoll would; false (or no hook) returns control to the test.
@@ -172,6 +178,17 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
 
     func arrival(_ index: Int, readAt: MonotonicNanoseconds) -> MonotonicNanoseconds { inbound[slotIndex(index)].arrival ?? readAt }
 
+    var canPoll: Bool { true }
+
+    func hasFrames() -> Bool {
+        pollChecks += 1
+        if waiting == 0, let arrivesWhilePolling, pollChecks >= arrivesWhilePolling.afterChecks {
+            self.arrivesWhilePolling = nil
+            push(arrivesWhilePolling.frame)
+        }
+        return waiting > taken
+    }
+
     func release() {
         head = (head + taken) % slotCount
         waiting -= taken
@@ -273,6 +290,10 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
     /// Reads the clock for the loop, moving it on by ``clockTick``.
     func readClock() -> MonotonicNanoseconds {
         clockReadings += 1
+        if let jump, jump.reading == clockReadings {
+            now += jump.by
+            self.jump = nil
+        }
         defer { now += clockTick }
         return now
     }
@@ -296,14 +317,14 @@ final class EmbeddedDirection<Scheduler: FrameScheduler> {
     /// the runtime opens it before the thread starts. The send batch's copy slots have `sendSlotSize` bytes
     /// (the wire's `slotSize` when nil). Departures are timed as `timing` says.
     init(
-        _ scheduler: Scheduler, batchSize: Int = 64, timing: DepartureTiming = .timerOnly, slots: Int = 1024, slotSize: Int = 2048,
-        sendSlotSize: Int? = nil
+        _ scheduler: Scheduler, batchSize: Int = 64, timing: DepartureTiming = .timerOnly, polling: TrafficPolling = .off, slots: Int = 1024,
+        slotSize: Int = 2048, sendSlotSize: Int? = nil
     ) {
         wire = EmbeddedWire(batchCapacity: batchSize, slots: slots, slotSize: slotSize)
         batch = SendBatch(capacity: batchSize, slotSize: sendSlotSize ?? slotSize)
         loop = DirectionLoop(
             direction: .uplink, scheduler: scheduler, source: wire, sink: wire, batch: batch, clock: VirtualClock(wire: wire), waiter: wire,
-            timing: timing)
+            timing: timing, polling: polling)
         loop.mailbox.open()
     }
 
