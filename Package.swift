@@ -58,8 +58,9 @@ let package = Package(
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
         // For linkcond-bench (and the tests of what it measures) only: the engine's readers other than its own
-        // ring (recvmmsg, GSO cut in the engine) and a fixed-delay scheduler to time departures against.
-        .target(name: "EngineBenchIO", dependencies: ["PacketEngine", "LinkEmulation", "CPacket"]),
+        // ring (recvmmsg, GSO cut in the engine), a fixed-delay scheduler to time departures against, and the
+        // probes that time it from outside (kernel capture stamps at both ends, a timerfd's wake-ups).
+        .target(name: "EngineBenchIO", dependencies: ["PacketEngine", "LinkEmulation", "NetNamespace", "LinkcondBase", "CPacket"]),
         // For tests only: counts the calling thread's heap allocations (replaces malloc and friends in the test
         // executable; no product links it).
         .target(name: "AllocationCounting"),

@@ -60,7 +60,7 @@ enum EngineBench {
         var late: Double
     }
 
-    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt`, `lateness` and `flood`
+    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt`, `lateness`, `timing`, `polling` and `flood`
     /// (empty: all), `rounds=N` sets the throughput rounds. Failures are printed, never thrown; everything is
     /// removed at the end.
     static func run(parts requested: Set<String> = []) {
@@ -101,6 +101,8 @@ enum EngineBench {
         var lateness: [LatenessRow] = []
         if all || parts.contains("lateness") { attempt("departure lateness") { lateness = try measureLateness() } }
         printTables(subjects, echoes, lateness)
+        if all || parts.contains("timing") { EngineTimingBench.printDetailed() }
+        if all || parts.contains("polling") { EngineTimingBench.printRoundTrips() }
         if all || parts.contains("flood") {
             print("")
             print("Unconditioned UDP flood through the engine, 2 s, where every datagram went")
@@ -309,7 +311,7 @@ enum EngineBench {
     }
 
     /// Pings until the path answers (neighbour resolution done), at most 5 s.
-    private static func waitForPath(_ lab: BenchLab) throws {
+    static func waitForPath(_ lab: BenchLab) throws {
         let deadline = BenchTraffic.seconds() + 5
         while BenchTraffic.seconds() < deadline {
             if try !BenchTraffic.echoRoundTrips(from: lab.client, to: BenchLab.routerV4, count: 1, gap: 0).isEmpty { return }
@@ -325,7 +327,7 @@ enum EngineBench {
         return user + UInt64(usage.ru_stime.tv_sec) * 1_000_000_000 + UInt64(usage.ru_stime.tv_usec) * 1000
     }
 
-    private static func engineCPU<S>(_ runtime: EngineRuntime<S>) -> UInt64 {
+    static func engineCPU<S>(_ runtime: EngineRuntime<S>) -> UInt64 {
         Direction.allCases.reduce(0) { total, direction in
             let statistics = runtime.statistics(of: direction)
             return total + statistics.userCPU + statistics.systemCPU
