@@ -21,7 +21,7 @@ import Synchronization
 /// the wake-up was later than the lead. After traffic the thread polls its ring for a while before it
 /// sleeps (``TrafficPolling``), and a frame it sends has the other direction poll for the reply, so
 /// neither pays a wake-up for a frame that follows closely. No spin lasts longer than its bound, none
-/// happens with nothing due or no recent traffic, and a preempted one stops them all for a while
+/// happens with nothing due or no recent traffic, and a run of preempted ones stops them all for a while
 /// (``DeparturePacer``). The polling and spinning live in DirectionLoopSpin.swift.
 ///
 /// A frame longer than the slots it was meant for is never lost for that alone: one the source read whole
@@ -157,7 +157,10 @@ final class DirectionLoop<
                 receiveReady = true
                 continue
             }
-            if let next { armTimer(firesBy: next - pacer.lead(at: beforeWait)) }
+            // A poll that ran into the lead: the departure is spun for (unless the poll was preempted).
+            let leadNow = pacer.lead(at: beforeWait)
+            if let next, next <= beforeWait &+ leadNow { continue }
+            if let next { armTimer(firesBy: next - leadNow) }
             // A request to poll for a reply that came as the thread decided to sleep is polled for instead.
             poller.sleeping.store(true, ordering: .sequentiallyConsistent)
             if poller.replyRequested(after: beforeWait) {

@@ -3,18 +3,20 @@ import LinkEmulation
 
 // The spinning of a direction's loop: to a departure's due time, and on the ring after traffic.
 extension DirectionLoop {
-    /// Spins on the clock until `deadline` (`now` follows it); a preempted spin makes the pacer back off.
+    /// Spins on the clock until `deadline` (`now` follows it); the pacer learns whether it was preempted.
     @inline(__always)
     func spin(until deadline: MonotonicNanoseconds, _ now: inout MonotonicNanoseconds) {
         let start = now
         var previous = now
+        var preempted = false
         while now < deadline {
             cpk_cpu_relax()
             now = clock.now()
-            if now &- previous > DeparturePacer.preemptionGap { preempted(at: now) }
+            if now &- previous > DeparturePacer.preemptionGap { preempted = true }
             previous = now
         }
         statistics.departureSpin &+= now &- start
+        spinEnded(preempted: preempted, at: now)
     }
 
     /// Polls the source until the poller's deadline (at most `limit`) while it may spin: true when a frame
@@ -30,6 +32,7 @@ extension DirectionLoop {
         let start = now
         var previous = now
         var found = false
+        var preempted = false
         while now < deadline {
             if source.hasFrames() || mailbox.hasPending || stopRequested.load(ordering: .relaxed) {
                 found = true
@@ -38,12 +41,13 @@ extension DirectionLoop {
             cpk_cpu_relax()
             now = clock.now()
             if now &- previous > DeparturePacer.preemptionGap {
-                preempted(at: now)
+                preempted = true
                 break
             }
             previous = now
         }
         statistics.pollSpin &+= now &- start
+        spinEnded(preempted: preempted, at: now)
         if found { statistics.pollHits &+= 1 }
         poller.pollEnded(found: found, at: now)
         return found
@@ -56,8 +60,8 @@ extension DirectionLoop {
         if partner.poller.requestReply(until: clock.now() &+ poller.configuration.maximum) { partner.wake() }
     }
 
-    private func preempted(at now: MonotonicNanoseconds) {
-        statistics.spinPreemptions &+= 1
-        pacer.preempted(at: now)
+    private func spinEnded(preempted: Bool, at now: MonotonicNanoseconds) {
+        if preempted { statistics.spinPreemptions &+= 1 }
+        pacer.spinEnded(preempted: preempted, at: now)
     }
 }

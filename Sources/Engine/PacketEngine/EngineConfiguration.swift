@@ -159,7 +159,7 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     /// that found a frame (each a wake-up saved; ``TrafficPolling``).
     public var pollSpin: UInt64 = 0
     public var pollHits: UInt64 = 0
-    /// Spins the kernel preempted (each stops the direction's spinning for a while; ``DeparturePacer``).
+    /// Spins the kernel preempted (a run of them stops the direction's spinning for a while; ``DeparturePacer``).
     public var spinPreemptions: UInt64 = 0
     /// CPU time the direction's thread has used, user and system, in nanoseconds (`getrusage(RUSAGE_THREAD)`,
     /// taken when the statistics are read and when the thread ends).

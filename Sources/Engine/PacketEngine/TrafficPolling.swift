@@ -5,7 +5,8 @@ import Synchronization
 /// in epoll at once: a frame that finds the thread polling is read within a clock reading, where a
 /// sleeping thread costs the frame a wake-up (tens of microseconds on a virtual machine, more when its
 /// CPU was idle). Polling reads the ring's status word, no system call; it never lasts longer than
-/// ``maximum``, stops when the thread is preempted (``DeparturePacer``), and does not happen when there
+/// ``maximum``, stops when the thread is preempted (and for a while after a run of preempted spins,
+/// ``DeparturePacer``), and does not happen when there
 /// was no traffic.
 public struct TrafficPolling: Sendable, Equatable {
     /// The longest a direction polls, in nanoseconds (0: never).

@@ -5,7 +5,7 @@ import XCTest
 
 /// The polling after traffic, on a virtual clock: a direction polls its ring instead of sleeping while
 /// its recent frames came close together, for a bounded window, never after a lull; a frame found while
-/// polling is read without a wait; a preempted poll stops the spinning for a while; a frame sent one way
+/// polling is read without a wait; a run of preempted polls stops the spinning for a while; a frame sent one way
 /// has the other direction poll for the reply, and a direction whose polls for replies find nothing is
 /// woken for them only now and then. No root, no sockets, no wall-clock bounds.
 final class TrafficPollingTests: XCTestCase {
@@ -97,17 +97,44 @@ final class TrafficPollingTests: XCTestCase {
         XCTAssertNil(direction.wire.timerDeadline)
     }
 
-    func testAPreemptedPollStopsTheSpinningForAWhile() {
+    /// A direction polling after dense traffic, with no preempted spin yet.
+    private func pollingDirection() -> EmbeddedDirection<ScriptedScheduler> {
         let direction = EmbeddedDirection(ScriptedScheduler(), timing: .adaptiveLead(maximum: 200 * microsecond), polling: polling)
         direction.wire.clockTick = 100
         traffic(direction, frames: 20, gap: 20 * microsecond)
         XCTAssertEqual(direction.statistics.spinPreemptions, 0)
         XCTAssertGreaterThan(direction.statistics.pollSpin, 0)
-        // The clock jumps 30 µs in the middle of the next poll: the thread was not running for a while.
+        return direction
+    }
+
+    /// The next frame, with the clock jumping 30 µs in the middle of the poll after it: the thread was not
+    /// running for a while.
+    private func preemptedPoll(_ direction: EmbeddedDirection<ScriptedScheduler>) {
+        lastStamp[ObjectIdentifier(direction)] = direction.wire.now
         direction.wire.jump = (reading: direction.wire.clockReadings + 40, by: 30 * microsecond)
         traffic(direction, frames: 1, gap: 20 * microsecond)
         XCTAssertNil(direction.wire.jump, "the clock was not read as often as a poll reads it")
+    }
+
+    func testOnePreemptedPollDoesNotStopTheSpinning() {
+        let direction = pollingDirection()
+        // A tick landed in one poll: the direction goes on spinning and polling.
+        preemptedPoll(direction)
         XCTAssertEqual(direction.statistics.spinPreemptions, 1)
+        XCTAssertEqual(direction.loop.pacer.lead(at: direction.wire.now), direction.loop.lead, "one preemption stopped the spinning")
+        let spun = direction.statistics.pollSpin
+        traffic(direction, frames: 5, gap: 20 * microsecond)
+        XCTAssertGreaterThan(direction.statistics.pollSpin, spun, "it stopped polling after one preemption")
+    }
+
+    func testARunOfPreemptedPollsStopsTheSpinningForAWhile() {
+        let direction = pollingDirection()
+        XCTAssertGreaterThan(direction.loop.lead, 0)
+        // Two in a row are not yet enough; the third makes it back off, neither spinning for departures nor polling.
+        for _ in 0..<2 { preemptedPoll(direction) }
+        XCTAssertEqual(direction.loop.pacer.lead(at: direction.wire.now), direction.loop.lead, "two preemptions stopped the spinning")
+        preemptedPoll(direction)
+        XCTAssertEqual(direction.statistics.spinPreemptions, 3)
         XCTAssertEqual(direction.loop.pacer.lead(at: direction.wire.now), 0, "departures are still spun for")
         let spun = direction.statistics.pollSpin
         traffic(direction, frames: 5, gap: 20 * microsecond)
