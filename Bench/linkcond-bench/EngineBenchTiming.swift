@@ -195,8 +195,8 @@ extension EngineTimingBench {
         let bare = try BareForwarder(bareLab.ends!)
         subjects.append(EchoSubject(name: "bare C forwarder", lab: bareLab, cpu: { bare.cpuTime }, stop: { bare.stop() }))
         let settings: [(String, TrafficPolling)] = [
-            ("engine, polling (after traffic and for replies)", .standard),
-            ("engine, polling after traffic only", TrafficPolling(maximum: TrafficPolling.standard.maximum, replies: false)),
+            ("engine, polling (after traffic and for replies)", .withReplies),
+            ("engine, polling after traffic only (standard)", .standard),
             ("engine, no polling", .off),
         ]
         for (index, (name, polling)) in settings.enumerated() {

@@ -19,8 +19,8 @@ import Synchronization
 /// wake-up latency the loop measures on its own timer, ``WakeLatencyEstimator``), and the thread spins on
 /// the clock from its wake-up to the due time, so the frame leaves within a clock reading of it unless
 /// the wake-up was later than the lead. After traffic the thread polls its ring for a while before it
-/// sleeps (``TrafficPolling``), and a frame it sends has the other direction poll for the reply, so
-/// neither pays a wake-up for a frame that follows closely. No spin lasts longer than its bound, none
+/// sleeps (``TrafficPolling``), so a frame that follows closely pays no wake-up, and (when asked for) a
+/// frame it sends has the other direction poll for the reply. No spin lasts longer than its bound, none
 /// happens with nothing due or no recent traffic, and a run of preempted ones stops them all for a while
 /// (``DeparturePacer``). The polling and spinning live in DirectionLoopSpin.swift.
 ///

@@ -80,7 +80,7 @@ public struct EngineOptions: Sendable, Equatable {
     /// How departures are timed: by default the timer is armed early by the measured wake-up latency and
     /// the last microseconds are spun. Spinning trades CPU for punctuality.
     public var departureTiming = DepartureTiming.standard
-    /// Whether a direction polls its ring for a while after traffic (and for replies) before it sleeps.
+    /// Whether a direction polls its ring for a while after traffic (by default not for replies) before it sleeps.
     public var polling = TrafficPolling.standard
     /// Receive and send buffer of each packet socket, in bytes.
     public var socketBufferBytes: Int32 = 4 << 20
