@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "Scenarios",
             dependencies: [
-                "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders",
+                "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "JSONDocument", "Responders",
                 "LinkcondBase", "LinkcondSystem",
             ]),
         .target(

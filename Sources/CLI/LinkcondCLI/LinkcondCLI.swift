@@ -30,7 +30,10 @@ public enum LinkcondCLI {
         }
         do {
             if parsed.subcommandPath[0] == "profiles" {
-                return try ConditionCommands.profiles(parsed)
+                return try parsed.subcommandPath.count > 1 ? ConditionCommands.showProfile(parsed) : ConditionCommands.profiles(parsed)
+            }
+            if parsed.subcommandPath[0] == "scenarios" {
+                return try ScenariosCommand.run(parsed)
             }
             if parsed.subcommandPath[0] == "trace" {
                 return try TraceCommand.run(parsed)

@@ -7,8 +7,14 @@ extension ConditioningBackend {
     /// link. When `transaction` holds the lock, the state is brought in line — links that took the change
     /// record it, and the journal is cleared once every link is accounted for; a link that holds neither
     /// the change nor what was recorded before keeps the change pending (apply a profile again to settle
-    /// it). Returns nothing when nothing was pending.
+    /// it). Then timed conditions whose time is up and whose process is gone are ended
+    /// (``settleTimedChanges(in:)``). Returns nothing when nothing was pending or due.
     public func reconcile(in transaction: SandboxTransaction) throws(SandboxError) -> [String] {
+        let notes = try reconcilePending(in: transaction)
+        return notes + (try settleTimedChanges(in: transaction))
+    }
+
+    private func reconcilePending(in transaction: SandboxTransaction) throws(SandboxError) -> [String] {
         guard let pending = try transaction.upState().pending else { return [] }
         let outcome = try outcome(of: pending, in: transaction)
         let what = pending.conditions.map { "an apply of '\($0.profile)'" } ?? "a clear"
@@ -26,6 +32,7 @@ extension ConditioningBackend {
         guard transaction.holdsLock else { return notes }
         try transaction.update { (state: inout SandboxState) throws(SandboxError) in
             for link in pending.links where (outcome[link] ?? nil) == true { state.conditions[link] = pending.conditions }
+            state.endTimedChange(of: pending.links.filter { (outcome[$0] ?? nil) == true })
             let unsettled = pending.links.filter { (outcome[$0] ?? nil) == nil }
             if unsettled.isEmpty {
                 state.pending = nil
@@ -40,13 +47,15 @@ extension ConditioningBackend {
 extension ConditioningBackend {
     /// Puts on each link the conditions `records` give it (a link without a record is cleared), as the state
     /// recorded them: what a run puts back when it ends, and what a restarted engine gets. Links that share
-    /// a record get it in one apply (every link: the common case).
+    /// a record get it in one apply (every link: the common case). With `only`, only the links it names
+    /// change.
     public func restore(
-        _ records: [String: SandboxState.AppliedConditions], in transaction: SandboxTransaction, catalogDirectory: String? = nil
+        _ records: [String: SandboxState.AppliedConditions], in transaction: SandboxTransaction, catalogDirectory: String? = nil,
+        only: Set<String>? = nil
     ) throws(SandboxError) {
         let links = try transaction.upState().clientLinks
         var groups: [(record: SandboxState.AppliedConditions?, links: Set<Sandbox.ClientLink>)] = []
-        for link in links {
+        for link in links where only?.contains(link.rawValue) ?? true {
             let record = records[link.rawValue]
             if let index = groups.firstIndex(where: { $0.record == record }) { groups[index].links.insert(link) } else { groups.append((record, [link])) }
         }
@@ -80,7 +89,7 @@ extension SandboxConditioning {
             problems.append(silence)
             return problems  // the rest would ask the engine again
         }
-        if state.pending != nil {
+        if state.pending != nil || !state.timedChanges.isEmpty {
             do {
                 problems += try backend.reconcile(in: transaction)
             } catch {

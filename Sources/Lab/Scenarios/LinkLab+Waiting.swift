@@ -9,7 +9,7 @@ extension LinkLab {
         while true {
             if let update = monitor.currentUpdate, update.path.status == status { return update }
             guard MonotonicClock.nanoseconds() < deadline else {
-                throw LabError.timedOut(what: "path \(status)", seconds: seconds, last: monitor.currentPath?.summary ?? "none")
+                throw LabError.timedOut(what: "path \(status)", seconds: seconds, last: monitor.currentPath?.summary ?? "none", reports: reportDirectory)
             }
             try await Task.sleep(nanoseconds: 5_000_000)
         }
@@ -20,7 +20,7 @@ extension LinkLab {
         let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
         while prober.currentState != state {
             guard MonotonicClock.nanoseconds() < deadline else {
-                throw LabError.timedOut(what: "reachability \(state)", seconds: seconds, last: prober.currentState.rawValue)
+                throw LabError.timedOut(what: "reachability \(state)", seconds: seconds, last: prober.currentState.rawValue, reports: reportDirectory)
             }
             try await Task.sleep(nanoseconds: 10_000_000)
         }

@@ -52,7 +52,7 @@ final class ExpectationEvaluatorTests: XCTestCase {
             ExpectationResult(
                 name: "notices", rule: "reachability reaches offline within 12 s of step 'tunnel'", lane: .reachability,
                 passed: true, evidence: "offline at 17.412 s, 7.412 s after 'tunnel' started; limit 12 s",
-                measured: 7.412, limit: 12))
+                measured: 7.412, limit: 12, at: 17.412, step: "tunnel", holds: false))
     }
 
     func testReachesExactlyAtTheLimitPasses() {
@@ -156,7 +156,7 @@ final class ExpectationEvaluatorTests: XCTestCase {
             ExpectationResult(
                 name: "kept", rule: "path holds satisfied during step 'lte'", lane: .path, passed: false,
                 evidence: "no path state recorded by 0.000 s, when the check began; not satisfied for 0.500 s of "
-                    + "10.000 s checked (0.000–10.000 s)"))
+                    + "10.000 s checked (0.000–10.000 s)", at: 0, step: "lte", holds: true))
         let graced = evaluate(holds(.path, "satisfied", during: "lte", grace: 500), pathEvents)
         XCTAssertTrue(graced.passed)
         XCTAssertEqual(graced.rule, "path holds satisfied during step 'lte' (after a 0.5 s grace)")

@@ -14,11 +14,44 @@ enum ConditionCommands {
         return [value == SandboxPlan.cellularInterface ? .cellular : .wifi]
     }
 
+    /// The profile `apply` puts on: the PROFILE argument, or the conditions given as options (`--delay
+    /// 100ms --loss 1%`), read and checked as a profile file is — never both.
+    static func profile(_ parsed: ParsedCommand) throws -> Profile {
+        var values: [String: String] = [:]
+        for option in InlineConditions.options { if let value = parsed.value(option.option) { values[option.option] = value } }
+        let direction: InlineConditions.Direction = parsed.flag("downlink") ? .downlink : parsed.flag("uplink") ? .uplink : .both
+        switch (parsed.positional("profile"), values.isEmpty) {
+        case (let reference?, true):
+            if direction != .both {
+                throw UsageError("'--\(direction.rawValue)' goes with conditions given as options", hint: "a profile says what each direction gets", commandPath: parsed.commandPath)
+            }
+            return try ProfileCatalog.find(reference)
+        case (nil, false): return try InlineConditions(values: values, direction: direction).profile()
+        case (_?, false):
+            throw UsageError("give a profile or conditions as options (--delay, --loss…), not both", hint: "put everything in a profile file, or leave the profile out", commandPath: parsed.commandPath)
+        case (nil, true):
+            throw UsageError("missing the profile", hint: "give a catalog name such as 'edge', a profile file, or conditions such as '--delay 100ms --loss 1%'", commandPath: parsed.commandPath)
+        }
+    }
+
+    /// `--for DURATION` in seconds (nil without it): a time as profiles write them, above 0.
+    static func duration(_ parsed: ParsedCommand) throws -> Double? {
+        guard let text = parsed.value("for") else { return nil }
+        let nanoseconds: UInt64
+        do {
+            nanoseconds = try Quantity.time(text)
+        } catch {
+            throw UsageError("'--for': \(error.problem)", hint: "expected \(error.expected), such as '--for 30s'", commandPath: parsed.commandPath)
+        }
+        guard nanoseconds > 0 else { throw UsageError("'--for 0' ends before it starts", hint: "give a time above 0, such as '--for 30s'", commandPath: parsed.commandPath) }
+        return Double(nanoseconds) / 1e9
+    }
+
     static func apply(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
-        let reference = parsed.positional("profile")!
         // Parse and validate first: bad input changes nothing.
-        let profile = try ProfileCatalog.find(reference)
+        let profile = try profile(parsed)
+        let seconds = try duration(parsed)
         let sandbox = Sandbox(topology: topology)
         Interrupts.install()
         let executable = try SandboxCommands.ownExecutable()
@@ -36,13 +69,19 @@ enum ConditionCommands {
             switch outcome {
             case .repaired?: Output.print("sandbox '\(topology.name)': a process had died; started it again (the namespaces were left alone)")
             case .created?, .rebuilt?: Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(backend.kind.rawValue))")
-            case .alreadyUp?, nil: break
+            case .extended?, .alreadyUp?, nil: break
             }
         }
         for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
         let report: ApplyReport
+        var timed: UInt64?
         do {
-            report = try backend.apply(profile, links: links, in: transaction)
+            if let seconds {
+                let result = try backend.apply(profile, links: links, for: seconds, in: transaction)
+                (report, timed) = (result.report, result.generation)
+            } else {
+                report = try backend.apply(profile, links: links, in: transaction)
+            }
         } catch {
             // A sandbox this apply created is not left behind half-conditioned.
             if outcome == .created || outcome == .rebuilt { _ = sandbox.remove(in: transaction) }
@@ -50,19 +89,41 @@ enum ConditionCommands {
         }
         if parsed.flag("json") {
             try Output.json(report)
-            return 0
+        } else {
+            printApplied(report, profile: profile, links: links, sandbox: topology.name)
         }
+        guard let seconds, let timed else { return 0 }
+        let back = try transaction.upState().timedChanges.first { $0.generation == timed }
+        Output.print("  for \(ProfileSummary.seconds(seconds)), until \(back?.endsAt ?? "-"); then " + (back.map(restoreWords) ?? "-") + " (Ctrl-C ends it sooner)")
+        // The lock goes while the conditions hold: other commands (show, another apply) are not held up.
+        transaction.end()
+        let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
+        while !Interrupts.received && MonotonicClock.nanoseconds() < deadline { usleep(20_000) }
+        let end = try sandbox.transaction(for: "apply \(profile.name) (end of --for)", progress: Output.progress)
+        defer { end.end() }
+        let done = try backend.endTimedChange(timed, in: end)
+        let when = Interrupts.received ? "interrupted" : "after \(ProfileSummary.seconds(seconds))"
+        Output.print(done.isEmpty ? "\(when): a later change took over the links; nothing put back"
+                                  : "\(when): put back what was there (" + done.joined(separator: "; ") + ")")
+        return Interrupts.received ? 130 : 0
+    }
+
+    /// `wifi: back to 'edge'; cellular: back to no conditions`.
+    static func restoreWords(_ change: SandboxState.TimedChange) -> String {
+        change.links.sorted().map { "\($0) back to " + (change.restore[$0].map { "'\($0.profile)'" } ?? "no conditions") }.joined(separator: ", ")
+    }
+
+    static func printApplied(_ report: ApplyReport, profile: Profile, links: Set<Sandbox.ClientLink>?, sandbox: String) {
         // One decimal by hand: String(format:) goes through Foundation's varargs and dynamic casts, the
         // largest single cost of the apply's own output (callgrind).
         let tenths = Int((max(0, report.duration) * 10_000).rounded())
         let milliseconds = "\(tenths / 10).\(tenths % 10)"
         let unit = (report.backend == .netem ? "netlink request" : "engine request") + (report.requests == 1 ? "" : "s")
         let on = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
-        Output.print("applied '\(profile.name)' to sandbox '\(topology.name)'\(on) with \(report.backend.rawValue) (\(report.requests) \(unit), \(milliseconds) ms, read back and verified)")
+        Output.print("applied '\(profile.name)' to sandbox '\(sandbox)'\(on) with \(report.backend.rawValue) (\(report.requests) \(unit), \(milliseconds) ms, read back and verified)")
         Output.print("  downlink: \(ProfileSummary.direction(profile.downlink))")
         Output.print("  uplink:   \(ProfileSummary.direction(profile.uplink))\(profile.dnsDelay > 0 ? "; DNS +\(ProfileSummary.time(profile.dnsDelay))" : "")")
         if !profile.targets.isEmpty { Output.print("  only for: " + profile.targets.map(\.description).joined(separator: "; ")) }
-        return 0
     }
 
     /// Adds what to do to a kernel refusal that means a feature is missing.
@@ -101,6 +162,10 @@ enum ConditionCommands {
                 var members: [(key: String, value: JSONValue)] = [("profile", .string(record.profile)), ("appliedAt", .string(record.appliedAt))]
                 if let source = record.source { members.append(("source", .string(source))) }
                 if let targets = record.targets { members.append(("targets", .array(targets.map(JSONValue.string)))) }
+                if let timed = state.timedChanges.first(where: { $0.links.contains(link.rawValue) }) {
+                    members.append(("until", .string(timed.endsAt)))
+                    members.append(("then", timed.restore[link.rawValue].map { .string($0.profile) } ?? .null))
+                }
                 return (link.rawValue, .object(members))
             }
             Output.json(.object([
@@ -116,7 +181,9 @@ enum ConditionCommands {
                 Output.print("  \(link.rawValue): no profile applied")
                 continue
             }
-            Output.print("  \(link.rawValue): profile '\(record.profile)' applied \(record.appliedAt)" + (record.source.map { " (\($0))" } ?? ""))
+            let timed = state.timedChanges.first { $0.links.contains(link.rawValue) }
+            Output.print("  \(link.rawValue): profile '\(record.profile)' applied \(record.appliedAt)" + (record.source.map { " (\($0))" } ?? "")
+                + (timed.map { ", until \($0.endsAt), then " + ($0.restore[link.rawValue].map { "'\($0.profile)'" } ?? "no conditions") } ?? ""))
             if let targets = record.targets { Output.print("    only for: " + targets.joined(separator: "; ") + " (other traffic passes untouched; DNS gets its delay)") }
         }
         for site in installed {
@@ -137,6 +204,13 @@ enum ConditionCommands {
                 }
             }
         }
+        return 0
+    }
+
+    /// `linkcond profiles show NAME`: the profile as JSON in the profile format, as parsing reads it back.
+    static func showProfile(_ parsed: ParsedCommand) throws -> Int32 {
+        let profile = try ProfileCatalog.find(parsed.positional("profile")!)
+        FileHandle.standardOutput.write(Data(ProfileParser.jsonText(of: profile).utf8))
         return 0
     }
 
@@ -162,13 +236,18 @@ enum ConditionCommands {
             Output.print(row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
                 .trimmingCharacters(in: .whitespaces))
         }
-        Output.print("catalog: \(catalog.directory)")
+        Output.print("catalog: \(catalog.origin)")
         return 0
     }
 }
 
 /// One-line summaries of profile directions for terminal output.
 enum ProfileSummary {
+    /// `30 s`, `1.5 s`.
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+    }
+
     static func time(_ nanoseconds: UInt64) -> String {
         if nanoseconds == 0 { return "0ms" }
         if nanoseconds % 1_000_000 == 0 { return "\(nanoseconds / 1_000_000)ms" }

@@ -44,7 +44,7 @@ enum SandboxCommands {
         let conditioning = SandboxConditioning(sandbox: sandbox, engineExecutable: executable)
         let (backend, outcome) = try conditioning.prepare(
             backendChoice(parsed), cellular: parsed.flag("cellular"), server: serveLaunch(sandbox, executable: executable),
-            isCancelled: { Interrupts.received }, progress: Output.progress)
+            addingCellular: true, isCancelled: { Interrupts.received }, progress: Output.progress)
         if parsed.flag("json") {
             try Output.json(try sandbox.status())
             return 0
@@ -55,6 +55,9 @@ enum SandboxCommands {
         case .created?: Output.print("sandbox '\(topology.name)' is up (\(held)): \(namespaces)")
         case .rebuilt?: Output.print("sandbox '\(topology.name)' was incomplete or broken and has been rebuilt (\(held)): \(namespaces)")
         case .repaired?: Output.print("sandbox '\(topology.name)' had a process that died: started it again, nothing else changed (\(held)): \(namespaces)")
+        case .extended?:
+            Output.print("sandbox '\(topology.name)' was up with wifi alone: added the cellular link \(SandboxPlan.cellularInterface)"
+                + (backend.kind == .userspace ? " (the engine was started again to forward it; each link's conditions were put back)" : "") + " (\(held)): \(namespaces)")
         case .alreadyUp?, nil: Output.print("sandbox '\(topology.name)' is up already (\(held)): \(namespaces)")
         }
         Output.print("try: linkcond exec\(SandboxError.nameOption(topology.name)) -- curl -s -o /dev/null -w '%{http_code}\\n' http://\(SandboxPlan.serverName)/generate_204")
@@ -166,6 +169,12 @@ enum SandboxCommands {
         head += "\(status.cellular ? ", with cellular" : ""), created \(status.createdAt)"
         lines.append(head)
         for problem in status.problems { lines.append("  problem: \(problem)") }
+        for entry in status.conditions {
+            var line = "  \(entry.link): " + (entry.profile.map { "profile '\($0)' applied \(entry.appliedAt ?? "-")" } ?? "no conditions")
+            if let source = entry.source { line += " (\(source))" }
+            if let until = entry.until { line += ", until \(until), then " + (entry.then.map { "'\($0)'" } ?? "no conditions") }
+            lines.append(line)
+        }
         for process in status.processes {
             lines.append("  \(process.role): pid \(process.pid), \(process.running ? "running" : "not running")")
         }
