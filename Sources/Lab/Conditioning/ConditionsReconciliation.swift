@@ -14,7 +14,8 @@ extension ConditioningBackend {
         return notes + (try settleTimedChanges(in: transaction))
     }
 
-    private func reconcilePending(in transaction: SandboxTransaction) throws(SandboxError) -> [String] {
+    /// The first half of ``reconcile(in:)``: the journalled change alone.
+    func reconcilePending(in transaction: SandboxTransaction) throws(SandboxError) -> [String] {
         guard let pending = try transaction.upState().pending else { return [] }
         let outcome = try outcome(of: pending, in: transaction)
         let what = pending.conditions.map { "an apply of '\($0.profile)'" } ?? "a clear"
@@ -89,9 +90,11 @@ extension SandboxConditioning {
             problems.append(silence)
             return problems  // the rest would ask the engine again
         }
-        if state.pending != nil || !state.timedChanges.isEmpty {
+        // Timed conditions whose process is gone are no problem of the sandbox: `status` shows when they end
+        // and what comes back, and the next change puts it back.
+        if state.pending != nil {
             do {
-                problems += try backend.reconcile(in: transaction)
+                problems += try backend.reconcilePending(in: transaction)
             } catch {
                 problems.append("a change of conditions was not confirmed, and what the links hold cannot be read: \(error)")
             }

@@ -16,10 +16,14 @@ extension Sandbox {
         guard !state.cellular else { return }
         state.cellular = true
         try transaction.save(state)
-        let builder = withoutActuallyEscaping(progress) { progress in
-            SandboxBuilder(sandbox: self, isCancelled: { false }, progress: progress)
+        try withoutActuallyEscaping(progress) { (progress) throws(SandboxError) in
+            try addLink(SandboxBuilder(sandbox: self, isCancelled: { false }, progress: progress), state: &state, in: transaction)
         }
+    }
+
+    private func addLink(_ builder: SandboxBuilder, state: inout SandboxState, in transaction: SandboxTransaction) throws(SandboxError) {
         let link = builder.clientLinks(Sandbox.Configuration(cellular: true))[1]
+        let progress = builder.progress
         do throws(SandboxError) {
             progress("adding the cellular link \(link.client) to sandbox '\(topology.name)'")
             var namespaces: [SandboxTopology.Role: NamedNamespace] = [.client: try namespace(.client), .router: try namespace(.router)]

@@ -132,3 +132,13 @@ public struct RunReport: Sendable, Codable, Equatable {
     /// True when every expectation passed and nothing stopped the run.
     public var passed: Bool { expectations.allSatisfy(\.passed) && errors.isEmpty }
 }
+
+extension RunReport {
+    /// The passed expectation that `lane` holds its state during step `step`, if there is one: then the lane not
+    /// reacting to a change of conditions at that step is what was meant (the path monitor cannot see loss),
+    /// not a warning.
+    public func intendedStillness(of lane: TimelineLane, during step: String?) -> ExpectationResult? {
+        guard let step else { return nil }
+        return expectations.first { $0.holds == true && $0.passed && $0.lane == lane && $0.step == step }
+    }
+}
