@@ -102,3 +102,25 @@ extension SandboxConditioning {
         return problems
     }
 }
+
+extension SandboxConditioning {
+    /// What `linkcond status` lists: every sandbox in `store` (or the one named, nil when nothing of it
+    /// exists), each with what the conditioning layer sees wrong added to its problems (an engine that does
+    /// not answer, a change that never finished). Reads only; takes no lock.
+    public static func listings(store: SandboxStore = .standard, named name: String? = nil) -> [SandboxListing] {
+        var listings: [SandboxListing]
+        if let name {
+            guard let topology = try? SandboxTopology(name: name) else { return [] }
+            listings = Sandbox(topology: topology, store: store).listing().map { [$0] } ?? []
+        } else {
+            listings = Sandbox.listAll(store: store)
+        }
+        return listings.map { listing in
+            guard case var .status(status) = listing, let topology = try? SandboxTopology(name: status.name) else { return listing }
+            let sandbox = Sandbox(topology: topology, store: store)
+            status.problems += SandboxConditioning(sandbox: sandbox, engineExecutable: nil).problems(in: sandbox.look(for: "status"))
+            status.healthy = status.problems.isEmpty && status.complete
+            return .status(status)
+        }
+    }
+}

@@ -80,13 +80,37 @@ public struct SandboxStatus: Codable, Sendable, Equatable {
     public var conditions: [LinkProfile]
 }
 
-/// A sandbox `status` found, or why it could not read one.
-public enum SandboxListing: Sendable, Equatable {
+/// A sandbox `status` found, or why it could not read one. Encoded as `status --json` (and the API) print it:
+/// the status, or `{"name", "healthy": false, "damaged", "leftovers", "busy"}`.
+public enum SandboxListing: Sendable, Equatable, Encodable {
     /// A sandbox with a readable state file.
     case status(SandboxStatus)
     /// A sandbox whose state file cannot be trusted, or that exists only as leftovers by name (a crash
     /// before its state was written): what was found, and what to do.
     case damaged(name: String, detail: String, leftovers: [String], busy: String?)
+
+    public func encode(to encoder: Encoder) throws {
+        switch self {
+        case let .status(status): try status.encode(to: encoder)
+        case let .damaged(name, detail, leftovers, busy):
+            struct Damaged: Encodable { let name: String; let healthy = false; let damaged: String; let leftovers: [String]; let busy: String? }
+            try Damaged(name: name, damaged: detail, leftovers: leftovers, busy: busy).encode(to: encoder)
+        }
+    }
+
+    /// The sandbox's name.
+    public var name: String {
+        switch self {
+        case let .status(status): status.name
+        case let .damaged(name, _, _, _): name
+        }
+    }
+
+    /// True for a sandbox that is up, whole and healthy.
+    public var isHealthy: Bool {
+        if case let .status(status) = self { return status.healthy }
+        return false
+    }
 }
 
 extension Sandbox {

@@ -149,44 +149,25 @@ enum ConditionCommands {
 
     static func show(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
-        let sandbox = Sandbox(topology: topology)
-        // One look: the state is read once, without the lock (show never waits for a run).
-        let look = sandbox.look()
-        let backend = try SandboxConditioning(sandbox: sandbox).backend(in: look)
-        let installed = try backend.installed(in: look)
-        let state = try look.upState()
-        let notes = try backend.reconcile(in: look)
+        let report = try SandboxConditioning(sandbox: Sandbox(topology: topology)).report()
         if parsed.flag("json") {
-            let links: [(key: String, value: JSONValue)] = state.clientLinks.map { link in
-                guard let record = state.conditions[link.rawValue] else { return (link.rawValue, .null) }
-                var members: [(key: String, value: JSONValue)] = [("profile", .string(record.profile)), ("appliedAt", .string(record.appliedAt))]
-                if let source = record.source { members.append(("source", .string(source))) }
-                if let targets = record.targets { members.append(("targets", .array(targets.map(JSONValue.string)))) }
-                if let timed = state.timedChanges.first(where: { $0.links.contains(link.rawValue) }) {
-                    members.append(("until", .string(timed.endsAt)))
-                    members.append(("then", timed.restore[link.rawValue].map { .string($0.profile) } ?? .null))
-                }
-                return (link.rawValue, .object(members))
-            }
-            Output.json(.object([
-                ("sandbox", .string(topology.name)), ("backend", .string(backend.kind.rawValue)), ("links", .object(links)),
-                ("notes", .array(notes.map(JSONValue.string))), ("sites", .array(installed.map(\.json))),
-            ]))
+            Output.json(report.json)
             return 0
         }
-        Output.print("sandbox '\(topology.name)': conditions by \(backend.kind.rawValue)")
-        for note in notes { Output.print("  note: \(note)") }
+        let state = report.state
+        Output.print("sandbox '\(topology.name)': conditions by \(report.backend.rawValue)")
+        for note in report.notes { Output.print("  note: \(note)") }
         for link in state.clientLinks {
             guard let record = state.conditions[link.rawValue] else {
                 Output.print("  \(link.rawValue): no profile applied")
                 continue
             }
-            let timed = state.timedChanges.first { $0.links.contains(link.rawValue) }
+            let timed = report.timedChange(of: link)
             Output.print("  \(link.rawValue): profile '\(record.profile)' applied \(record.appliedAt)" + (record.source.map { " (\($0))" } ?? "")
                 + (timed.map { ", until \($0.endsAt), then " + ($0.restore[link.rawValue].map { "'\($0.profile)'" } ?? "no conditions") } ?? ""))
             if let targets = record.targets { Output.print("    only for: " + targets.joined(separator: "; ") + " (other traffic passes untouched; DNS gets its delay)") }
         }
-        for site in installed {
+        for site in report.installed {
             Output.print("  \(site.site.direction.rawValue) \(site.site.link) — \(site.site.interface) in \(site.site.namespace)")
             for stage in site.stages {
                 var line = "    \(stage.kind) \(stage.handle)" + (stage.parent == "-" ? "" : " parent \(stage.parent)")

@@ -59,20 +59,10 @@ enum MonitorCommand {
         }
     }
 
-    struct Line<T: Encodable>: Encodable {
-        let t: Double
-        let lane: String
-        let event: T
-    }
-
     static func emit<T: Encodable>(lane: String, json: Bool, origin: UInt64, time: UInt64, line: String, object: T) {
         let seconds = Double(Int64(bitPattern: time &- origin)) / 1e9
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            if let data = try? encoder.encode(Line(t: seconds, lane: lane, event: object)) {
-                Output.print(String(decoding: data, as: UTF8.self))
-            }
+            if let text = UpdateLine.json(lane: lane, update: object, time: time, origin: origin) { Output.print(text) }
         } else {
             Output.print(String(format: "%9.3fs  ", seconds) + lane.padding(toLength: 13, withPad: " ", startingAt: 0) + line)
         }
