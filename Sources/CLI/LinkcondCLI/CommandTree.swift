@@ -16,7 +16,7 @@ public enum CommandTree {
             and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
-        subcommands: [up, down, status, exec, apply, clear, show, profiles, scenarios, trace, monitor, run, doctor, serve, engine],
+        subcommands: [up, down, status, exec, apply, clear, show, profiles, scenarios, trace, monitor, run, api, doctor, serve, engine],
         examples: [
             "sudo linkcond up",
             "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
@@ -181,6 +181,31 @@ public enum CommandTree {
         examples: [
             "sudo linkcond run scenarios/tunnel.json --report out/",
             "sudo linkcond run captive-portal --observe 'python3 myapp_monitor.py'",
+        ])
+
+    static let api = CommandSpec(
+        "api",
+        abstract: "Serve the control API: sandboxes, conditions, events and runs over HTTP/1.1 and JSON, for tests in any language.",
+        discussion: """
+            Serves on a Unix socket beside the state files (/run/linkcond/linkcond-api.sock, or $LINKCOND_STORE;
+            mode 0600, so root alone connects) and, with --listen, on a loopback TCP port, where every request
+            carries the bearer token it prints and keeps in linkcond-api.token (0600). The endpoints are in
+            api/openapi.yaml: GET/POST /v1/sandboxes, DELETE /v1/sandboxes/NAME, POST .../apply (a profile's
+            name, a profile document, or {"downlink": {...}, "uplink": {...}}, with "link" and "for"),
+            POST .../clear, GET .../show and .../status (the --json documents), GET .../events (JSON lines until
+            the client leaves), POST .../run (a scenario; the answer names its report folder). Errors are the
+            CLI's sentences with a fitting HTTP status. No client can hold up another: a thread per
+            connection, a request must arrive whole within 5 s, at most 128 connections. Runs until Ctrl-C or
+            SIGTERM, then puts back the conditions it put on for a while.
+            """,
+        options: [
+            .value("socket", valueName: "path", help: "the Unix socket to serve on", defaultDescription: "STORE/linkcond-api.sock"),
+            .value("listen", valueName: "address:port", help: "also serve on this loopback TCP address, such as 127.0.0.1:8477 (bearer token)"),
+        ],
+        examples: [
+            "sudo linkcond api",
+            "sudo curl -s --unix-socket /run/linkcond/linkcond-api.sock http://linkcond/v1/sandboxes",
+            "sudo linkcond api --listen 127.0.0.1:8477",
         ])
 
     static let doctor = CommandSpec(

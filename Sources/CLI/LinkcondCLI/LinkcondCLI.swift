@@ -51,6 +51,7 @@ public enum LinkcondCLI {
             case "show": return try ConditionCommands.show(parsed)
             case "monitor": return try MonitorCommand.run(parsed)
             case "run": return try RunCommand.run(parsed)
+            case "api": return try APICommand.run(parsed)
             case "doctor": return try DoctorCommand.run(parsed)
             case "serve": return try ServeCommand.run(parsed)
             case "engine": return try EngineCommand.run(parsed)

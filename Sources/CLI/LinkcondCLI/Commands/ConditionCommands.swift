@@ -61,47 +61,33 @@ enum ConditionCommands {
         let transaction = try sandbox.transaction(for: "apply \(profile.name)", progress: Output.progress)
         defer { transaction.end() }
         let links = links(parsed)
-        let (backend, outcome) = try conditioning.prepare(
-            SandboxCommands.backendChoice(parsed), cellular: links?.contains(.cellular) ?? false,
-            server: SandboxCommands.serveLaunch(sandbox, executable: executable), in: transaction, verify: .quick, isCancelled: { Interrupts.received },
+        let change = try conditioning.apply(
+            profile, links: links, for: seconds, choice: SandboxCommands.backendChoice(parsed),
+            server: SandboxCommands.serveLaunch(sandbox, executable: executable), in: transaction, isCancelled: { Interrupts.received },
             progress: Output.progress)
         if !parsed.flag("json") {
-            switch outcome {
+            switch change.outcome {
             case .repaired?: Output.print("sandbox '\(topology.name)': a process had died; started it again (the namespaces were left alone)")
-            case .created?, .rebuilt?: Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(backend.kind.rawValue))")
+            case .created?, .rebuilt?: Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(change.backend.kind.rawValue))")
             case .extended?, .alreadyUp?, nil: break
             }
         }
-        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
-        let report: ApplyReport
-        var timed: UInt64?
-        do {
-            if let seconds {
-                let result = try backend.apply(profile, links: links, for: seconds, in: transaction)
-                (report, timed) = (result.report, result.generation)
-            } else {
-                report = try backend.apply(profile, links: links, in: transaction)
-            }
-        } catch {
-            // A sandbox this apply created is not left behind half-conditioned.
-            if outcome == .created || outcome == .rebuilt { _ = sandbox.remove(in: transaction) }
-            throw CommandFailure(explain(error, sandbox: topology.name))
-        }
+        for note in change.notes { Output.error("note: \(note)") }
         if parsed.flag("json") {
-            try Output.json(report)
+            try Output.json(change.report)
         } else {
-            printApplied(report, profile: profile, links: links, sandbox: topology.name)
+            printApplied(change.report, profile: profile, links: links, sandbox: topology.name)
         }
-        guard let seconds, let timed else { return 0 }
-        let back = try transaction.upState().timedChanges.first { $0.generation == timed }
-        Output.print("  for \(ProfileSummary.seconds(seconds)), until \(back?.endsAt ?? "-"); then " + (back.map(restoreWords) ?? "-") + " (Ctrl-C ends it sooner)")
+        let backend = change.backend
+        guard let seconds, let timed = change.timed else { return 0 }
+        Output.print("  for \(ProfileSummary.seconds(seconds)), until \(timed.endsAt); then \(restoreWords(timed)) (Ctrl-C ends it sooner)")
         // The lock goes while the conditions hold: other commands (show, another apply) are not held up.
         transaction.end()
         let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
         while !Interrupts.received && MonotonicClock.nanoseconds() < deadline { usleep(20_000) }
         let end = try sandbox.transaction(for: "apply \(profile.name) (end of --for)", progress: Output.progress)
         defer { end.end() }
-        let done = try backend.endTimedChange(timed, in: end)
+        let done = try backend.endTimedChange(timed.generation, in: end)
         let when = Interrupts.received ? "interrupted" : "after \(ProfileSummary.seconds(seconds))"
         Output.print(done.isEmpty ? "\(when): a later change took over the links; nothing put back"
                                   : "\(when): put back what was there (" + done.joined(separator: "; ") + ")")
@@ -124,14 +110,6 @@ enum ConditionCommands {
         Output.print("  downlink: \(ProfileSummary.direction(profile.downlink))")
         Output.print("  uplink:   \(ProfileSummary.direction(profile.uplink))\(profile.dnsDelay > 0 ? "; DNS +\(ProfileSummary.time(profile.dnsDelay))" : "")")
         if !profile.targets.isEmpty { Output.print("  only for: " + profile.targets.map(\.description).joined(separator: "; ")) }
-    }
-
-    /// Adds what to do to a kernel refusal that means a feature is missing.
-    static func explain(_ error: SandboxError, sandbox: String) -> String {
-        if case let .netlink(inner) = error, inner.errno == 2, inner.description.contains("qdisc kind is unknown") {
-            return error.description + "; this kernel lacks a qdisc linkcond needs: run 'linkcond doctor' to see which, or use '--backend userspace' (after 'linkcond down\(SandboxError.nameOption(sandbox))')"
-        }
-        return error.description
     }
 
     static func clear(_ parsed: ParsedCommand) throws -> Int32 {

@@ -46,19 +46,6 @@ enum MonitorCommand {
         return 0
     }
 
-    /// Which namespace a name refers to: the device and inode of its nsfs file.
-    struct NamespaceIdentity: Equatable {
-        let device: UInt64
-        let inode: UInt64
-
-        init?(path: String) {
-            var info = stat()
-            guard stat(path, &info) == 0 else { return nil }
-            device = UInt64(info.st_dev)
-            inode = UInt64(info.st_ino)
-        }
-    }
-
     static func emit<T: Encodable>(lane: String, json: Bool, origin: UInt64, time: UInt64, line: String, object: T) {
         let seconds = Double(Int64(bitPattern: time &- origin)) / 1e9
         if json {
