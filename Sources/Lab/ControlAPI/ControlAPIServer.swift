@@ -97,13 +97,13 @@ public final class ControlAPIServer: @unchecked Sendable {
                 ResponseWriter(socket: connection).send(.error(APIError(
                     503, "the API is serving as many connections as it takes at once (\(configuration.maximumConnections)); try again",
                     headers: [APIHeader("Retry-After", "1")])))
-                try? connection.close()
+                Self.finish(connection)
                 active.subtract(1, ordering: .relaxed)
                 continue
             }
             let thread = Thread { [self] in
                 serve(connection, endpoint: endpoint)
-                try? connection.close()
+                Self.finish(connection)
                 active.subtract(1, ordering: .relaxed)
             }
             thread.name = "linkcond.api.client"
@@ -187,6 +187,19 @@ public final class ControlAPIServer: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    /// Closes a connection so the client reads the whole answer: what it sent and was not read (a request
+    /// refused before its body, one answered 503 unread) would otherwise turn the close into a reset that
+    /// can discard the answer. Only what has arrived is read, without waiting.
+    private static func finish(_ connection: SocketDescriptor) {
+        try? connection.shutdown(.write)
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        for _ in 0..<4 {
+            let count = buffer.withUnsafeMutableBytes { raw in (try? connection.receive(into: raw, flags: Int32(MSG_DONTWAIT))) ?? 0 }
+            if count <= 0 { break }
+        }
+        try? connection.close()
     }
 
     /// True once the client closed its side (or the connection broke): readable with nothing to read.

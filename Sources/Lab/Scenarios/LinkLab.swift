@@ -108,13 +108,13 @@ public final class LinkLab: @unchecked Sendable {
                         options.backend, cellular: cellular, server: launch, in: transaction, verify: .quick, isCancelled: isCancelled)
                 }
                 guard let state = transaction.state, sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
-                if cellular && !state.cellular { throw LabError.needsCellular(sandbox: name) }
                 if let links = options.links, Set(state.clientLinks) != links {
                     let order: [Sandbox.ClientLink] = [.wifi, .cellular]
                     throw LabError.wrongShape(
                         sandbox: name, has: state.clientLinks.map(\.rawValue), needs: order.filter(links.contains).map(\.rawValue),
                         scenario: options.name == "lab" ? nil : options.name)
                 }
+                if cellular && !state.cellular { throw LabError.needsCellular(sandbox: name) }
                 conditions = try conditioning.backend(in: transaction)
                 // A change an earlier command left unconfirmed is settled first, so what is put back at the
                 // end is what the links really held.
