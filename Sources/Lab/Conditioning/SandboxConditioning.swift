@@ -201,6 +201,12 @@ public enum EngineExecutable {
         /// `/x/.build/debug/linkcond (beside this program: missing)`.
         public var tried: [String]
 
+        /// A search's result.
+        public init(found: String?, tried: [String]) {
+            self.found = found
+            self.tried = tried
+        }
+
         /// Why none was found and what to do, one sentence (empty when one was found).
         public var explanation: String {
             guard found == nil else { return "" }

@@ -43,7 +43,10 @@ extension LinkLab {
             try? FileManager.default.removeItem(atPath: reportDirectory)
         } else if !failures.isEmpty {
             let what = written ? "\(reportDirectory)/timeline.html (and junit.xml, timeline.json, summary.md, events.jsonl)" : "\(reportDirectory)/events.jsonl"
-            FileHandle.standardError.write(Data("linkcond: the lab failed (\(failures[0].message)); its reports: \(what)\n".utf8))
+            let message = failures[0].message
+            // A wait that ran out has said where the reports are already.
+            let line = message.contains(reportDirectory) ? "the lab failed: \(message)" : "the lab failed (\(message)); its reports: \(what)"
+            FileHandle.standardError.write(Data("linkcond: \(line)\n".utf8))
         }
     }
 }
