@@ -312,4 +312,23 @@ final class ExpectationEvaluatorTests: XCTestCase {
         expectation.family = nil
         XCTAssertFalse(evaluate(expectation, events).passed, "the overall state never went offline")
     }
+
+    // MARK: when each verdict was settled
+
+    /// The reports mark an expectation where its verdict was settled: when the state was reached, when the
+    /// window ran out without it, when a held state was first left, or when the step it held through ended.
+    func testEachVerdictKnowsWhenItWasSettled() {
+        XCTAssertEqual(evaluate(reaches(.reachability, "offline", within: 12_000, after: "tunnel"), tunnelEvents).at, 17.412)
+        XCTAssertEqual(evaluate(reaches(.reachability, "offline", within: 5_000, after: "tunnel"), tunnelEvents).at, 15, "late: judged when the window ran out")
+        XCTAssertEqual(evaluate(reaches(.reachability, "portal", within: 5_000, after: "tunnel"), tunnelEvents).at, 15, "never: judged when the window ran out")
+        XCTAssertEqual(evaluate(reaches(.reachability, "portal", within: 60_000, after: "3g"), tunnelEvents).at, 45, "never, and the run ended first")
+        XCTAssertEqual(evaluate(reaches(.reachability, "online", within: 5_000, after: "lte"), tunnelEvents).at, 1.2)
+        let held = evaluate(holds(.reachability, "online", during: "lte", grace: 2_000), tunnelEvents)
+        XCTAssertTrue(held.passed)
+        XCTAssertEqual(held.at, 10, "held: judged when the step ended")
+        let left = evaluate(holds(.reachability, "online", during: "tunnel"), tunnelEvents)
+        XCTAssertFalse(left.passed)
+        XCTAssertEqual(left.at, 17.412, "left: judged when the state was first left")
+        XCTAssertNil(evaluate(holds(.path, "satisfied", during: "missing"), tunnelEvents).at, "a step that did not run settles nothing")
+    }
 }
