@@ -4,7 +4,9 @@ import Glibc
 /// namespace deleted and made again under the same name has another identity, so a watcher can tell that the
 /// one it watched went away.
 public struct NamespaceIdentity: Sendable, Equatable {
+    /// The nsfs file's device.
     public let device: UInt64
+    /// Its inode: the namespace's identity.
     public let inode: UInt64
 
     /// The identity of the namespace file at `path`; nil when there is none.

@@ -5,7 +5,9 @@ import Sandboxing
 /// did, notes on what earlier commands left unsettled, and the timed change when the conditions hold for a
 /// while.
 public struct AppliedChange: Sendable {
+    /// What the backend did.
     public var report: ApplyReport
+    /// The backend that holds the conditions.
     public var backend: any ConditioningBackend
     /// What ``SandboxConditioning/prepare(_:cellular:server:in:verify:addingCellular:isCancelled:progress:)``
     /// did (nil: the sandbox was up and left alone).

@@ -61,9 +61,12 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// A header field of an answer.
 public struct APIHeader: Sendable, Equatable {
+    /// The field's name, as written (`Retry-After`).
     public var name: String
+    /// Its value.
     public var value: String
 
+    /// `name: value`.
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value

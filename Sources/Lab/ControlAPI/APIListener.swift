@@ -6,7 +6,9 @@ import LinkcondSystem
 /// connect, and needs no token) or a loopback TCP port (`--listen 127.0.0.1:8477`; every request then carries
 /// the bearer token the server made).
 public enum APIEndpoint: Sendable, Equatable, CustomStringConvertible {
+    /// A Unix stream socket at `path` (made 0600).
     case unix(path: String)
+    /// A loopback TCP address and port (0: one the kernel picks).
     case tcp(address: IPAddress, port: UInt16)
 
     /// `127.0.0.1:8477`, `[::1]:8477` or `localhost:8477` (port 0: any free port), loopback only: the API
@@ -95,6 +97,7 @@ extension IPAddress {
 /// can read (`STORE/linkcond-api.token`, 0600), so a client on the same machine that may use the API can read
 /// it and others cannot.
 public struct APIToken: Sendable, Equatable {
+    /// The token as clients send it: 64 hex digits.
     public let value: String
 
     /// A new random token (32 bytes of `/dev/urandom`; Swift's system generator where that cannot be read).
@@ -109,6 +112,7 @@ public struct APIToken: Sendable, Equatable {
         return APIToken(value: bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined())
     }
 
+    /// A token of `value` (a client's, or one kept from an earlier start).
     public init(value: String) {
         self.value = value
     }

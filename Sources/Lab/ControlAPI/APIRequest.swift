@@ -6,6 +6,7 @@ import Responders
 
 /// One HTTP/1.1 request to the API: its method, path, query, headers and body.
 public struct APIRequest: Sendable {
+    /// `GET`, `POST`, `DELETE`…
     public var method: String
     /// The path without its query (`/v1/sandboxes/lab/apply`), percent-decoded.
     public var path: String
@@ -16,6 +17,7 @@ public struct APIRequest: Sendable {
     /// The body (`Content-Length` bytes; empty without one).
     public var body: [UInt8]
 
+    /// A request of `method` for `path`.
     public init(method: String, path: String, query: [String: String] = [:], headers: [APIHeader] = [], body: [UInt8] = []) {
         self.method = method
         self.path = path

@@ -5,10 +5,14 @@ import LinkcondSystem
 
 /// An answer of the API: a status, headers and a JSON body.
 public struct APIResponse: Sendable {
+    /// The HTTP status.
     public var status: Int
+    /// Header fields beside `Content-Length`, `Connection` and `Cache-Control`, which every answer has.
     public var headers: [APIHeader]
+    /// The body, JSON.
     public var body: [UInt8]
 
+    /// An answer with `status`, `headers` and `body`.
     public init(status: Int = 200, headers: [APIHeader] = [], body: [UInt8]) {
         self.status = status
         self.headers = headers

@@ -16,6 +16,7 @@ import Synchronization
 /// however slowly it trickles, and every answer is written with a send timeout. Changes of one sandbox wait for
 /// each other through its lock, as commands do; reads never wait.
 public final class ControlAPIServer: @unchecked Sendable {
+    /// How it serves.
     public let configuration: APIConfiguration
     /// The endpoints listened on, as bound (a TCP port 0 becomes the port the kernel chose).
     public private(set) var endpoints: [APIEndpoint] = []

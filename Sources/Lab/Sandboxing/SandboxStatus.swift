@@ -49,9 +49,9 @@ public struct SandboxStatus: Codable, Sendable, Equatable {
         public var appliedAt: String?
         /// The profile file it was read from.
         public var source: String?
-        /// For conditions put on for a while: when they end, and what comes back then (a profile's name, or
-        /// nil for none).
+        /// For conditions put on for a while: when they end (ISO 8601).
         public var until: String?
+        /// What comes back then: a profile's name, nil for none.
         public var then: String?
     }
 

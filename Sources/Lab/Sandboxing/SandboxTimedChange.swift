@@ -19,8 +19,9 @@ extension SandboxState {
         public var deadline: UInt64
         /// The same moment, ISO 8601, for people.
         public var endsAt: String
-        /// The process that puts the conditions back: its pid and start time (`/proc/PID/stat`).
+        /// The process that puts the conditions back.
         public var holder: Int32
+        /// Its start time (`/proc/PID/stat`), which proves it is that process and not a later one with its pid.
         public var holderStartTime: UInt64
 
         /// A timed change of `links` that puts `restore` back `seconds` from now, held by this process.

@@ -22,12 +22,17 @@ import Timeline
 /// }   // the sandbox is always removed, even when the body throws; the reports are kept when it threw
 /// ```
 public final class LinkLab: @unchecked Sendable {
+    /// The sandbox the lab works on.
     public let sandbox: Sandbox
+    /// The timeline: every event, appended to `events.jsonl` as it happens.
     public let recorder: TimelineRecorder
     /// Where `events.jsonl` and the reports go (``Options/reportDirectory``, or a temporary folder).
     public let reportDirectory: String
+    /// The path monitor in the client namespace.
     public let monitor: PathMonitor
+    /// The reachability prober in the client namespace.
     public let prober: ReachabilityProber
+    /// How the lab was set up.
     public let options: Options
     /// The backend that holds the sandbox's conditions.
     public let conditions: any ConditioningBackend

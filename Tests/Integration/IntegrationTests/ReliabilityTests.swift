@@ -259,8 +259,9 @@ final class ReliabilityTests: SandboxTestCase {
 
     // MARK: Smaller defects
 
-    /// `--name -x` is a bad name, not a missing value; a run on a missing sandbox leaves no report folder;
-    /// hints name the sandbox; doctor fails when the backend asked for cannot work.
+    /// `--name -x` is a bad name, not a missing value; a run that cannot start (a sandbox of another shape than
+    /// the scenario's) leaves no report folder; hints name the sandbox; doctor fails when the backend asked for
+    /// cannot work. (A run on a missing sandbox brings it up: CommandLineAdditionsTests.)
     func testCommandLineEdges() throws {
         let store = try makeStore()
         let bad = try linkcond(["up", "--name", "-x"], store: store)
@@ -268,10 +269,14 @@ final class ReliabilityTests: SandboxTestCase {
         XCTAssertTrue(bad.errorOutput.contains("'-x' is not a usable sandbox name"), bad.errorOutput)
 
         let name = makeName(store: store)
+        let show = try linkcond(["show", "--name", name], store: store)
+        XCTAssertEqual(show.status, 1)
+        XCTAssertTrue(show.errorOutput.contains("linkcond up --name \(name)"), "the hint omits --name: \(show.errorOutput)")
+        XCTAssertEqual(try linkcond(["up", "--name", name], store: store).status, 0)
         let reports = "\(store)/reports"
-        let run = try linkcond(["run", "tunnel", "--name", name, "--report", reports], store: store)
+        let run = try linkcond(["run", "handover", "--name", name, "--report", reports], store: store)
         XCTAssertEqual(run.status, 1)
-        XCTAssertTrue(run.errorOutput.contains("linkcond up --name \(name)"), "the hint omits --name: \(run.errorOutput)")
+        XCTAssertTrue(run.errorOutput.contains("sandbox '\(name)' has wifi alone"), run.errorOutput)
         XCTAssertFalse(FileManager.default.fileExists(atPath: reports), "a run that could not start made its report folder")
 
         let netem = try linkcond(["doctor", "--backend", "netem"], store: store)
