@@ -58,7 +58,7 @@ public enum CommandTree {
 
     static let status = CommandSpec(
         "status",
-        abstract: "Show the sandboxes, their interfaces, addresses and routes, read back from the kernel.",
+        abstract: "Show the sandboxes, each link's profile, their interfaces, addresses and routes, read back from the kernel.",
         options: [
             OptionSpec.value("name", short: "n", help: "only this sandbox", defaultDescription: "all"),
             .flag("json", help: "print JSON"),

@@ -21,7 +21,15 @@ struct ScenarioValidator {
 
     func check(_ scenario: Scenario) throws(DocumentError) {
         try locator.checkName(scenario.name, of: "scenario")
-        if let links = scenario.links { try check(links, at: JSONPath.root.appending("links")) }
+        if let links = scenario.links {
+            try check(links, at: JSONPath.root.appending("links"))
+            if scenario.cellular != links.contains(.cellular) {
+                throw locator.error(
+                    .conflict, at: JSONPath.root.appending("cellular"),
+                    problem: "\"cellular\": \(scenario.cellular) disagrees with \"links\"",
+                    expected: "only \"links\" (\"cellular\": true is the older spelling of \"links\": [\"wifi\", \"cellular\"])")
+            }
+        }
         if let probe = scenario.probe { try check(probe, at: JSONPath.root.appending("probe")) }
         try checkSteps(of: scenario)
         try checkExpectations(of: scenario)

@@ -898,8 +898,11 @@ final class ScenarioParserTests: XCTestCase {
 
     func testValidateAppliesTheRulesOfAFile() {
         let lte = ScenarioStep(name: "lte", action: .apply(profile: "lte"), hold: s(10))
+        var wifiButCellular = Scenario(name: "t", links: [.wifi], steps: [lte])
+        wifiButCellular.cellular = true
         let cases: [(Scenario, ScenarioError.Kind, String, String)] = [
             (Scenario(name: "t", steps: []), .outOfRange, "$.steps", "the list of steps is empty"),
+            (wifiButCellular, .conflict, "$.cellular", #""cellular": true disagrees with "links""#),
             (
                 Scenario(name: "t", steps: [lte, lte]), .duplicateName, "$.steps[1].name",
                 #"a step named "lte" already exists (step 1)"#
