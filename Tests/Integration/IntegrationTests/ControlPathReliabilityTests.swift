@@ -250,11 +250,11 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     }
 
     /// Output that cannot be written is a failure, not a crash nor a success: with stdout on `/dev/full`
-    /// (every write fails with ENOSPC) `linkcond profiles` and `linkcond --help` exit 1 and say why on
+    /// (every write fails with ENOSPC) `linkcond profiles`, `profiles show edge` and `--help` exit 1 and say why on
     /// stderr (before, Foundation's FileHandle trapped: exit 132, a stack trace).
     func testOutputThatCannotBeWrittenIsAFailure() throws {
         let executable = try linkcondExecutable()
-        for arguments in ["profiles", "--help"] {
+        for arguments in ["profiles", "profiles show edge", "--help"] {
             let result = try Command.run("/bin/sh", ["-c", "exec \"$0\" \(arguments) >/dev/full", executable], environment: [:])
             XCTAssertEqual(result.status, 1, "linkcond \(arguments) >/dev/full: \(result.errorOutput)")
             XCTAssertTrue(

@@ -171,7 +171,7 @@ enum ConditionCommands {
     /// `linkcond profiles show NAME`: the profile as JSON in the profile format, as parsing reads it back.
     static func showProfile(_ parsed: ParsedCommand) throws -> Int32 {
         let profile = try ProfileCatalog.find(parsed.positional("profile")!)
-        FileHandle.standardOutput.write(Data(ProfileParser.jsonText(of: profile).utf8))
+        Output.write(ProfileParser.jsonText(of: profile))
         return 0
     }
 
