@@ -117,7 +117,12 @@ class Client:
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        connection.request(method, path, body=data, headers=headers)
+        try:
+            connection.request(method, path, body=data, headers=headers)
+        except (BrokenPipeError, ConnectionResetError):
+            # The server answered before reading the request (503: as many connections as it takes) and
+            # closed; its answer is still there to read.
+            pass
         return connection, connection.getresponse()
 
     def request(self, method, path, body=None, timeout=None):

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NetNamespace
+import Profiles
 import Sandboxing
 import XCTest
 
@@ -56,6 +57,35 @@ final class CommandLineAdditionsTests: SandboxTestCase {
         let typo = try linkcond(["run", "tunel"], store: store)
         XCTAssertEqual(typo.status, 1)
         XCTAssertTrue(typo.errorOutput.contains(#"no shipped scenario named "tunel" (did you mean "tunnel"?)"#), typo.errorOutput)
+    }
+
+    /// `linkcond scenarios` lists every shipped scenario with the links it declares (text and `--json`), and
+    /// `linkcond profiles show NAME` prints a profile that reads back as the catalog's, a typo answered with
+    /// the nearest name and exit 1.
+    func testScenariosAndProfilesShowList() throws {
+        let store = try makeStore()
+        let text = try linkcond(["scenarios"], store: store)
+        XCTAssertEqual(text.status, 0, text.errorOutput)
+        let rows = text.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        let listed = Dictionary(uniqueKeysWithValues: rows.dropFirst().filter { $0.count > 2 && $0[0] != "scenarios:" }.map { ($0[0], $0[1]) })
+        XCTAssertEqual(listed, [
+            "captive-portal": "wifi", "flaky-wifi": "wifi", "handover": "wifi+cellular", "ipv6-outage": "wifi",
+            "slow-dns": "wifi", "tunnel": "wifi", "wifi-to-3g": "wifi+cellular",
+        ], text.output)
+        let json = try linkcond(["scenarios", "--json"], store: store)
+        let entries = (try JSONSerialization.jsonObject(with: Data(json.output.utf8))) as? [[String: Any]] ?? []
+        XCTAssertEqual(entries.count, 7, json.output)
+        XCTAssertEqual(entries.first { $0["name"] as? String == "handover" }?["links"] as? [String], ["wifi", "cellular"], json.output)
+
+        let shown = try linkcond(["profiles", "show", "edge"], store: store)
+        XCTAssertEqual(shown.status, 0, shown.errorOutput)
+        let edge = try ProfileCatalog.builtIn.profile(named: "edge")
+        XCTAssertEqual(ProfileParser.jsonText(of: try ProfileParser.parse(text: shown.output, source: "stdout")), ProfileParser.jsonText(of: edge))
+        XCTAssertEqual(shown.output, ProfileParser.jsonText(of: edge))
+        let typo = try linkcond(["profiles", "show", "egde"], store: store)
+        XCTAssertEqual(typo.status, 1)
+        XCTAssertTrue(typo.errorOutput.contains(#"no profile named "egde" (did you mean "edge"?)"#), typo.errorOutput)
+        XCTAssertTrue(typo.output.isEmpty, typo.output)
     }
 
     func testUpWithCellularAddsTheLinkToARunningSandboxAndKeepsItsConditions() throws {

@@ -159,3 +159,36 @@ def test_a_slow_client_holds_up_no_one(server, client):
         assert time.monotonic() - started < 4, "a request waited for the slow client"
     finally:
         slow.close()
+
+
+def test_past_the_connection_cap_the_answer_is_503(server, client):
+    held = []
+    try:
+        for _ in range(128):  # the server's cap: each holds a connection with a request that never ends
+            slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            slow.connect(server.socket_path)
+            slow.sendall(b"GET /v1/sandboxes HTTP/1.1\r\nHost: lin")
+            held.append(slow)
+        deadline = time.monotonic() + 3
+        refused = None
+        while refused is None and time.monotonic() < deadline:
+            try:
+                client.sandboxes()  # answered while the server has not yet accepted every held connection
+                time.sleep(0.02)
+            except LinkcondError as error:
+                refused = error
+        assert refused is not None, "no 503 with 128 connections held"
+        assert refused.status == 503
+        assert "as many connections as it takes at once (128)" in str(refused)
+    finally:
+        for slow in held:
+            slow.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # the held connections end as soon as they close
+        try:
+            assert isinstance(client.sandboxes(), list)
+            break
+        except LinkcondError as error:
+            assert error.status == 503
+            time.sleep(0.05)
+    assert isinstance(client.sandboxes(), list)
