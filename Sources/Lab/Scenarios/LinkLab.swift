@@ -16,9 +16,10 @@ import Timeline
 ///
 /// ```swift
 /// try await LinkLab.with(.init(profile: "3g")) { lab in
+///     try await lab.waitForReachability(.online, within: 10, everyFamily: true)
 ///     try lab.apply("100-loss")
-///     let update = try await lab.waitForReachability(.offline, within: 15)
-///     print(update.state, try lab.events().count)
+///     try await lab.waitForReachability(.offline, within: 15)
+///     print(lab.prober.currentState, try lab.events().count)
 /// }   // the sandbox is always removed, even when the body throws; the reports are kept when it threw
 /// ```
 public final class LinkLab: @unchecked Sendable {

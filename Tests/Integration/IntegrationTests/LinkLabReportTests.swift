@@ -19,7 +19,16 @@ final class LinkLabReportTests: IntegrationTestCase {
         let store = makeStore()
         let folder = store.directory + "/reports"
         try await LinkLab.with(LinkLab.Options(profile: "lte", reportDirectory: folder, store: store, name: "my-test")) { lab in
-            try await lab.waitForReachability(.online, within: 10)
+            try await lab.waitForReachability(.online, within: 10, everyFamily: true)
+            XCTAssertEqual(lab.prober.currentFamilies.map(\.family), [.ipv4, .ipv6])
+            XCTAssertEqual(lab.prober.currentFamilies.map(\.state), [.online, .online])
+            // Every family online now, but never "offline" of every family on a link that works: the wait names both.
+            do {
+                try await lab.waitForReachability(.offline, within: 0.2, everyFamily: true)
+                XCTFail("every family offline on a working link")
+            } catch let error as LabError {
+                XCTAssertTrue("\(error)".contains("reachability offline of every family was not reached within 0.2 s (last seen: ipv4 online, ipv6 online)"), "\(error)")
+            }
         }
         for file in ["events.jsonl", "timeline.json", "junit.xml", "timeline.html", "summary.md"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: "\(folder)/\(file)"), "\(file) is missing")
