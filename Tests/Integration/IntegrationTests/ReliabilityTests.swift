@@ -237,10 +237,14 @@ final class ReliabilityTests: SandboxTestCase {
         let status = try linkcond(["status", "--name", name], store: store)
         XCTAssertTrue(status.output.contains("c-wl0 is missing in \(topology.routerNamespace)"), status.output)
         XCTAssertFalse(status.output.contains(": healthy"), status.output)
+        XCTAssertEqual(status.status, 1, "a broken sandbox's status exits 1, as LSB's does")
+        XCTAssertEqual(try linkcond(["status", "--name", name, "--json"], store: store).status, 1)
         let up = try linkcond(["up", "--name", name], store: store)
         XCTAssertEqual(up.status, 0, up.errorOutput)
         XCTAssertTrue(up.output.contains("rebuilt"), up.output)
-        XCTAssertTrue(try linkcond(["status", "--name", name], store: store).output.contains(": healthy"))
+        let healthy = try linkcond(["status", "--name", name], store: store)
+        XCTAssertTrue(healthy.output.contains(": healthy"), healthy.output)
+        XCTAssertEqual(healthy.status, 0)
         XCTAssertEqual(try linkcond(["down", "--name", name], store: store).status, 0)
     }
 
