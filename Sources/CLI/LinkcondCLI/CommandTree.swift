@@ -86,14 +86,14 @@ public enum CommandTree {
             conditions can be given as options, as with tcset or 'tc ... netem': --delay 100ms --jitter 10ms
             --loss 1% --rate 1mbit, on both directions, or with --downlink or --uplink on one; they make a
             profile named 'inline' that is read and checked exactly as a profile file. With --for 30s the
-            conditions hold for that long and then what was there before comes back — at once when the
-            command is interrupted, and, if it is killed, with the first change of the sandbox after the time
-            is up. The profile is parsed and checked before anything changes. With netem, qdiscs are installed through netlink on
-            both ends of the client's links (uplink on the client's end, downlink on the router's); with the
-            userspace backend (kernels without netem), linkcond's engine in the wire namespace takes the
-            profile over its control socket. Either way what is held is read back and compared with what
-            was sent. Applying another profile replaces the conditions in place: there is never a moment
-            without conditions.
+            conditions hold for that long and then what was there before comes back — at once when the command
+            is interrupted, and, if it is killed, with the first change of the sandbox after the time is up. The
+            profile is parsed and checked before anything changes. With netem, qdiscs are installed through
+            netlink on both ends of the client's links (uplink on the client's end, downlink on the router's);
+            with the userspace backend (kernels without netem), linkcond's engine in the wire namespace takes
+            the profile over its control socket. Either way what is held is read back and compared with what was
+            sent. Applying another profile replaces the conditions in place: there is never a moment without
+            conditions.
             """,
         options: [
             nameOption,
@@ -162,14 +162,14 @@ public enum CommandTree {
         "run",
         abstract: "Run a scenario: change conditions over time, record everything, judge the expectations.",
         discussion: """
-            SCENARIO is a path or the name of a shipped scenario ('linkcond scenarios' lists them). The run
-            uses a sandbox of its own, with the links the scenario declares, removed afterwards; with --name
-            it runs in that sandbox — brought up when it is not (and left up), refused when its links differ
-            from the scenario's "links" — and puts back what it changed. The path monitor, the reachability prober and, with --observe, your own
-            command (run in the client namespace; each JSON line it prints becomes an event on the "app"
-            lane, its "state" field the lane's state) are recorded to events.jsonl as things happen; then
-            timeline.json, junit.xml, timeline.html and summary.md are written to the report directory.
-            Exit code 1 when an expectation fails, 130 when interrupted.
+            SCENARIO is a path or the name of a shipped scenario ('linkcond scenarios' lists them). The run uses
+            a sandbox of its own, with the links the scenario declares, removed afterwards; with --name it runs
+            in that sandbox — brought up when it is not (and left up), refused when its links differ from the
+            scenario's "links" — and puts back what it changed. The path monitor, the reachability prober and,
+            with --observe, your own command (run in the client namespace; each JSON line it prints becomes an
+            event on the "app" lane, its "state" field the lane's state) are recorded to events.jsonl as things
+            happen; then timeline.json, junit.xml, timeline.html and summary.md are written to the report
+            directory. Exit code 1 when an expectation fails, 130 when interrupted.
             """,
         options: [
             OptionSpec.value("name", short: "n", help: "run in this sandbox (brought up when it is not) instead of a fresh one"),
