@@ -9,19 +9,6 @@ import XCTest
 /// --cellular` on a running sandbox, `status` with the profile and LSB codes, a scenario of another shape,
 /// inline conditions, `--for` interrupted and killed. The real executable, a store of its own.
 final class CommandLineAdditionsTests: SandboxTestCase {
-    private func makeStore() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lccli-\(getpid())-\(UniqueName.next())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
-        return directory
-    }
-
-    private func makeName(store: String) -> String {
-        let name = UniqueName.sandbox()
-        addTeardownBlock { SandboxCleanup.remove(name: name, storeDirectory: store) }
-        return name
-    }
-
     private func linkcond(_ arguments: [String], store: String) throws -> CommandResult {
         try Command.run(try linkcondExecutable(), arguments, environment: ["LINKCOND_STORE": store])
     }
@@ -36,7 +23,7 @@ final class CommandLineAdditionsTests: SandboxTestCase {
     }
 
     func testRunWithANewNameBringsTheSandboxUpAndAScenarioOfAnotherShapeIsRefused() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lccli")
         let name = makeName(store: store)
         let scenario = store + "/short.json"
         try #"{"name": "short", "links": ["wifi"], "steps": [{"name": "a", "apply": "lte", "hold": "1s"}, {"name": "b", "clear": true, "hold": "1s"}]}"#
@@ -63,7 +50,7 @@ final class CommandLineAdditionsTests: SandboxTestCase {
     /// `linkcond profiles show NAME` prints a profile that reads back as the catalog's, a typo answered with
     /// the nearest name and exit 1.
     func testScenariosAndProfilesShowList() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lccli")
         let text = try linkcond(["scenarios"], store: store)
         XCTAssertEqual(text.status, 0, text.errorOutput)
         let rows = text.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
@@ -89,7 +76,7 @@ final class CommandLineAdditionsTests: SandboxTestCase {
     }
 
     func testUpWithCellularAddsTheLinkToARunningSandboxAndKeepsItsConditions() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lccli")
         let name = makeName(store: store)
         XCTAssertEqual(try linkcond(["apply", "edge", "--name", name], store: store).status, 0)
         let client = try NamedNamespace(existing: try SandboxTopology(name: name).clientNamespace)
@@ -115,7 +102,7 @@ final class CommandLineAdditionsTests: SandboxTestCase {
     }
 
     func testStatusShowsEachLinksProfileAndExitsAsLSBDoes() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lccli")
         let name = makeName(store: store)
         XCTAssertEqual(try linkcond(["status", "--name", name], store: store).status, 3, "a sandbox that is not up")
         XCTAssertEqual(try linkcond(["apply", "lte", "--name", name], store: store).status, 0)
@@ -126,7 +113,7 @@ final class CommandLineAdditionsTests: SandboxTestCase {
     }
 
     func testInlineConditionsAreCheckedAsAProfileAndChangeNothingWhenRefused() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lccli")
         let name = makeName(store: store)
         let refused = try linkcond(["apply", "--loss", "150%", "--name", name], store: store)
         XCTAssertEqual(refused.status, 1)
@@ -143,7 +130,7 @@ final class CommandLineAdditionsTests: SandboxTestCase {
     /// `--for`: the earlier conditions come back when the time is up, at once on Ctrl-C, and — when the command
     /// is killed — with the first change of the sandbox after the time is up.
     func testTimedConditionsComeBackHoweverTheCommandEnds() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lccli")
         let name = makeName(store: store)
         XCTAssertEqual(try linkcond(["apply", "edge", "--name", name], store: store).status, 0)
         let timed = try linkcond(["apply", "3g", "--for", "1s", "--name", name], store: store)
