@@ -7,6 +7,7 @@ import Profiles
 import Responders
 import RouteNetlink
 import Sandboxing
+import Synchronization
 import XCTest
 
 /// Every catalog profile on a real backend, measured with real packets between the client and server
@@ -101,16 +102,30 @@ class ConditioningProfileTests: ConditioningTestCase {
                     "the query over TCP is not delayed")
         TimedDNSQuery.assertAnswer(stream.message, type: .a, file: #filePath, line: #line)
 
-        // As a program on the device sees it: glibc's resolver with the sandbox's resolv.conf.
+        // As a program on the device sees it: glibc's resolver with the sandbox's resolv.conf. Three lookups at
+        // once (each waits out the delay, so together they take one delay), judged as the controls were: none
+        // faster than the DNS delay itself, and the quickest no slower than the delay plus what the program took
+        // without it (a retransmission by the resolver, or a delay applied twice, takes seconds more). One run
+        // alone can meet a busy guest: 4.4 s once against 3.6 + 0.36 s, the three controls 0.2–0.36 s.
         if getent != nil {
-            let start = Date()
-            let (status, output) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxPlan.zone)"])
-            let seconds = Date().timeIntervalSince(start)
-            // No faster than the DNS delay itself; no slower than the delay plus what the program took without it.
+            let runs = Mutex<[(seconds: Double, status: Int32, output: String)]>([])
+            let threads = (0..<3).map { _ in
+                Thread {
+                    let start = Date()
+                    let result = try? spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxPlan.zone)"])
+                    runs.withLock { $0.append((Date().timeIntervalSince(start), result?.0 ?? -1, result?.1 ?? "did not run")) }
+                }
+            }
+            threads.forEach { $0.start() }
+            while runs.withLock({ $0.count }) < threads.count { usleep(10_000) }
+            let all = runs.withLock { $0 }
+            let quickest = all.min { $0.seconds < $1.seconds }!
             let shifted = window.lowerBound...(window.upperBound + getentControl)
-            table.check(shifted.contains(seconds) && status == 0 && output.contains("\(v4)"), "getent", "ipv4",
-                        expected: "\(MeasureFormat.ms(shifted.lowerBound))…\(MeasureFormat.ms(shifted.upperBound))",
-                        measured: "\(MeasureFormat.ms(seconds)), exit \(status)", "output: \(output)")
+            table.check(
+                quickest.seconds <= shifted.upperBound && all.allSatisfy { $0.seconds >= shifted.lowerBound && $0.status == 0 && $0.output.contains("\(v4)") },
+                "getent", "ipv4", expected: "\(MeasureFormat.ms(shifted.lowerBound))…\(MeasureFormat.ms(shifted.upperBound)) (quickest of 3)",
+                measured: "\(all.map { MeasureFormat.ms($0.seconds) }.joined(separator: ", ")), exit \(all.map(\.status))",
+                "output: \(quickest.output)")
         } else {
             table.add("getent", "ipv4", expected: "-", measured: "getent not installed", verdict: "note")
         }
@@ -174,11 +189,15 @@ class ConditioningProfileTests: ConditioningTestCase {
             }
             try checkEngineCounters(measured, table, step: "4 clear")
         }
-        let after = try measured.measurement.roundTrips(count: 5, timeout: 1)
+        // Unconditioned again: the baseline, with what the machine's controls measured meanwhile (the
+        // smallest leftover, edge's or lossy's delay, adds 80 ms or more).
+        let (after, timers) = try TimerLatenessControl.during { try measured.measurement.roundTrips(count: 5, timeout: 1) }
+        let allowance = try RoundTripAllowance(measured, baseline, timers: timers)
         let median = after.median ?? .infinity
-        table.check(median <= baseline.roundTripMedian + RoundTripTolerance.noise(kind), "4 clear rtt", "both",
-                    expected: "≤ \(MeasureFormat.ms(baseline.roundTripMedian + RoundTripTolerance.noise(kind)))",
-                    measured: "median \(MeasureFormat.ms(median)) (\(after.samples.count)/\(after.sent))", "conditions remain after clear")
+        table.check(median <= baseline.roundTripMedian + allowance.seconds, "4 clear rtt", "both",
+                    expected: "≤ \(MeasureFormat.ms(baseline.roundTripMedian + allowance.seconds))",
+                    measured: "median \(MeasureFormat.ms(median)) (\(after.samples.count)/\(after.sent))",
+                    "conditions remain after clear (allowance: \(allowance.text))")
         XCTAssertNil(try measured.sandbox.store.load(measured.topology.name)?.conditions, "the state file still records conditions")
         XCTAssertTrue(try measured.sandbox.down())
     }
@@ -232,11 +251,25 @@ class ConditioningProfileTests: ConditioningTestCase {
         let counted = result.drops >= result.sent - result.received
         switch kind {
         case .netem:
-            // netem holds every packet for its 300 ms delay, all counted against the limit: the burst, sent in
-            // far less than 300 ms, is 2000 packets at once.
+            // netem holds every packet for its 300 ms delay, all counted against the limit: the queue peaks near
+            // what the sender sent within 300 ms — the whole burst on the host, fewer from a sender a busy TCG
+            // guest slows (once 2000 in 762 ms: about 790 at a time, and then netem must not drop).
+            let peak = Double(result.sent) * min(1, 0.3 / max(result.sendSeconds, 1e-3))
+            let expected: String
+            let passed: Bool
+            if peak > 1100 {
+                expected = "tail drops with limit 1000, counted (queue peaks near \(Int(peak)))"
+                passed = result.drops > 0 && result.received < burst.count && counted
+            } else if peak < 900 {
+                expected = "no drop: the queue peaks near \(Int(peak)), below 1000"
+                passed = result.drops == 0 && result.received == result.sent
+            } else {
+                expected = "drops counted (the queue peaks near \(Int(peak)), about the limit)"
+                passed = counted
+            }
             table.check(
-                result.drops > 0 && result.received < burst.count && counted, "burst", "downlink", expected: "tail drops with limit 1000, counted",
-                measured: outcome, "the burst did not fill a 1000-packet queue (so the check above proves nothing), or the drops were not counted")
+                passed, "burst", "downlink", expected: expected, measured: outcome,
+                "netem's tail drops do not follow its queue (every packet it holds), or went uncounted")
         case .userspace:
             // The engine counts only the frames waiting for its transmitter (DirectionEmulator): the burst
             // arrives over the time it took to send while the link drains 50 Mbit/s / 6736 bits = 7423 frames a
