@@ -131,8 +131,12 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
     /// what the kernel and the scheduler take on a busy machine is the control's as much as the monitor's,
     /// and the bound judges what the monitor (and the relay) add: a monitor that polled every 100 ms, or
     /// took its time evaluating, fails it on any machine. The class runs with nothing else of the suite
-    /// beside it (scripts/test).
+    /// beside it (scripts/test). Each change is made ``latencyTrials`` times and the bound judges the median
+    /// (``LatencyTrials``): on a shared machine one wake-up in a few can wait a scheduling period behind
+    /// other work (24 ms once, for the relay's process, while a bare listener in the same namespace heard the
+    /// change after 0.3 ms), and a monitor or relay that is slow by design is slow every time.
     private static let latencyBound: UInt64 = 5_000_000
+    private static let latencyTrials = 7
 
     /// Bare listeners on the monitor's side of the lab's path: the client's namespace and, through the wire,
     /// the wire's (where the relay hears the router's end change); stopped when the test ends.
@@ -254,13 +258,12 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         return t0
     }
 
-    /// Waits for the update a change sent at `t0` causes, asserts both its times are within the latency
-    /// bound of when the controls first heard the change (``latencyBound``), and returns it with the
-    /// latencies in milliseconds.
+    /// Waits for the update a change sent at `t0` causes and records both its times, with when the controls
+    /// first heard the change, in `trials` (judged there against ``latencyBound``); returns the update.
     private func awaitTimedUpdate(
         _ recorder: PathUpdateRecorder, after mark: Int, t0: UInt64, _ label: String, controls: [LinkNotificationControl],
-        file: StaticString = #filePath, line: UInt = #line, _ predicate: (PathUpdate) -> Bool
-    ) -> (update: PathUpdate, event: Double, evaluated: Double)? {
+        trials: LatencyTrials, file: StaticString = #filePath, line: UInt = #line, _ predicate: (PathUpdate) -> Bool
+    ) -> PathUpdate? {
         guard let update = recorder.wait(after: mark, predicate) else {
             XCTFail("\(label): no matching update within 2 s; got \(recorder.updates(after: mark).map(\.path.summary))", file: file, line: line)
             return nil
@@ -268,15 +271,9 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         XCTAssertGreaterThanOrEqual(update.eventTime, t0, "\(label): the update's event was read before the change was sent", file: file, line: line)
         XCTAssertGreaterThanOrEqual(update.time, update.eventTime, "\(label)", file: file, line: line)
         let control = heard(controls, after: t0)
-        let limit = Self.latencyBound + control
-        let event = Double(Int64(update.eventTime) - Int64(t0)) / 1e6
-        let evaluated = Double(Int64(update.time) - Int64(t0)) / 1e6
-        print(String(format: "path monitor latency %@: event read after %.3f ms, update evaluated after %.3f ms, a bare listener heard it after %.3f ms",
-                     label, event, evaluated, Double(control) / 1e6))
-        let bound = "the bound is 5 ms after a bare listener heard it (\(Double(control) / 1e6) ms)"
-        XCTAssertLessThan(update.eventTime &- t0, limit, "\(label): event read \(event) ms after the change; \(bound)", file: file, line: line)
-        XCTAssertLessThan(update.time &- t0, limit, "\(label): update evaluated \(evaluated) ms after the change; \(bound)", file: file, line: line)
-        return (update, event, evaluated)
+        trials.record("\(label): event read", update.eventTime &- t0, control: control)
+        trials.record("\(label): update evaluated", update.time &- t0, control: control)
+        return update
     }
 
     /// Adds the route unless the kernel already has it (IPv6 default routes survive some of the changes
@@ -455,7 +452,7 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
     /// a busy machine, before anything can reach the far side of a wire.
     @discardableResult
     private func awaitRouterCarrier(
-        _ lab: MonitorLab, _ carrier: Bool, t0: UInt64, _ label: String, controls: [LinkNotificationControl],
+        _ lab: MonitorLab, _ carrier: Bool, t0: UInt64, _ label: String, controls: [LinkNotificationControl], trials: LatencyTrials,
         file: StaticString = #filePath, line: UInt = #line
     ) throws -> Double? {
         let deadline = t0 + 2_000_000_000
@@ -463,12 +460,9 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
             let now = MonotonicClock.nanoseconds()
             if try lab.routerLinks.link(named: T.routerWifiInterface).carrier == carrier {
                 let elapsed = Double(now &- t0) / 1e6
-                print(String(format: "carrier %@: the router's c-wl0 %@ carrier at most %.3f ms after the change completed", label, carrier ? "has" : "lost", elapsed))
                 if lab.layout == .wire {
                     // The wire's listener alone: the relay's input is the carrier change of wl0's peer there.
-                    let control = heard(Array(controls.suffix(1)), after: t0)
-                    XCTAssertLessThan(now &- t0, Self.latencyBound + control, "\(label): c-wl0 \(carrier ? "got" : "lost") carrier \(elapsed) ms after "
-                        + "the change; the bound is 5 ms after a bare listener heard it (\(Double(control) / 1e6) ms)", file: file, line: line)
+                    trials.record("\(label): c-wl0 \(carrier ? "got" : "lost") carrier", now &- t0, control: heard(Array(controls.suffix(1)), after: t0))
                 }
                 return elapsed
             }
@@ -485,64 +479,69 @@ final class PathMonitorIntegrationTests: SandboxTestCase {
         let monitor = try startMonitor(lab, recorder: recorder)
         assertSatisfiedViaWifi(monitor.currentPath, "baseline")
         _ = recorder.wait { $0.isBaseline }
+        let trials = LatencyTrials()
+        let name = layout.rawValue
 
-        // (a) The router's end goes down: wl0 keeps IFF_UP but loses carrier.
-        var mark = recorder.count
-        var t0 = try timedSetLink(lab.routerLinks, T.routerWifiInterface, up: false)
-        if let result = awaitTimedUpdate(recorder, after: mark, t0: t0, "\(layout.rawValue): router c-wl0 down -> unsatisfied", controls: controls, { $0.path.status != .satisfied }) {
-            assertUnsatisfied(result.update.path, .noCarrier, "router end down")
-            XCTAssertFalse(result.update.isBaseline)
-            XCTAssertEqual(result.update.generation, monitor.generation)
+        for _ in 1...Self.latencyTrials {
+            // (a) The router's end goes down: wl0 keeps IFF_UP but loses carrier.
+            var mark = recorder.count
+            var t0 = try timedSetLink(lab.routerLinks, T.routerWifiInterface, up: false)
+            if let update = awaitTimedUpdate(recorder, after: mark, t0: t0, "\(name): router c-wl0 down -> unsatisfied", controls: controls,
+                                             trials: trials, { $0.path.status != .satisfied }) {
+                assertUnsatisfied(update.path, .noCarrier, "router end down")
+                XCTAssertFalse(update.isBaseline)
+                XCTAssertEqual(update.generation, monitor.generation)
+            }
+            waitUntilQuiet(monitor)
+            try assertMatchesKernel(monitor, lab, "router end down")
+
+            // (b) The router's end comes up again: carrier is back, nothing was flushed.
+            mark = recorder.count
+            t0 = try timedSetLink(lab.routerLinks, T.routerWifiInterface, up: true)
+            if let update = awaitTimedUpdate(recorder, after: mark, t0: t0, "\(name): router c-wl0 up -> satisfied", controls: controls,
+                                             trials: trials, { $0.path.status == .satisfied }) {
+                assertSatisfiedViaWifi(update.path, "router end up")
+            }
+            waitUntilQuiet(monitor)
+            try assertMatchesKernel(monitor, lab, "router end up")
+
+            // (c) The client's own wl0 goes down: no interface but loopback is up -> notAvailable.
+            mark = recorder.count
+            t0 = try timedSetLink(lab.clientLinks, T.wifiInterface, up: false)
+            var completed = MonotonicClock.nanoseconds()
+            if let update = awaitTimedUpdate(recorder, after: mark, t0: t0, "\(name): client wl0 down -> unsatisfied", controls: controls,
+                                             trials: trials, { $0.path.status != .satisfied }) {
+                assertUnsatisfied(update.path, .notAvailable, "client wl0 down")
+            }
+            // Through the wire, the router sees it as the client side of a cable would show it: no carrier.
+            // (Directly, c-wl0 is wl0's peer and loses carrier at once, as any veth.)
+            try awaitRouterCarrier(lab, false, t0: completed, "\(name): client wl0 down", controls: controls, trials: trials)
+            waitUntilQuiet(monitor)
+            try assertMatchesKernel(monitor, lab, "client wl0 down")
+            XCTAssertFalse(
+                try lab.clientLinks.routes().contains { $0.isDefault && $0.family == .inet && $0.table == .main },
+                "the kernel was expected to flush wl0's IPv4 default route when wl0 went down")
+
+            // (d) wl0 up again: carrier and the IPv4 address are back, no default route is -> noRoute.
+            mark = recorder.count
+            t0 = try timedSetLink(lab.clientLinks, T.wifiInterface, up: true)
+            completed = MonotonicClock.nanoseconds()
+            try awaitRouterCarrier(lab, true, t0: completed, "\(name): client wl0 up", controls: controls, trials: trials)
+            let noRoute = recorder.wait(after: mark) { $0.path.unsatisfiedReason == .noRoute }
+            assertUnsatisfied(noRoute?.path, .noRoute, "client wl0 up, before its routes are restored")
+            waitUntilQuiet(monitor)
+            try assertMatchesKernel(monitor, lab, "client wl0 up without routes")
+            XCTAssertFalse(recorder.updates(after: mark).contains { $0.path.status == .satisfied }, "satisfied without a default route")
+
+            // (e) Addresses and routes restored: satisfied again, both families.
+            mark = recorder.count
+            try restoreWifi(lab)
+            let restored = recorder.wait(after: mark) { $0.path.status == .satisfied && $0.path.supportsIPv4 && $0.path.supportsIPv6 }
+            waitUntilQuiet(monitor)
+            assertSatisfiedViaWifi(restored?.path, "wl0 restored")
+            try assertMatchesKernel(monitor, lab, "wl0 restored")
         }
-        waitUntilQuiet(monitor)
-        try assertMatchesKernel(monitor, lab, "router end down")
-
-        // (b) The router's end comes up again: carrier is back, nothing was flushed.
-        mark = recorder.count
-        t0 = try timedSetLink(lab.routerLinks, T.routerWifiInterface, up: true)
-        if let result = awaitTimedUpdate(recorder, after: mark, t0: t0, "\(layout.rawValue): router c-wl0 up -> satisfied", controls: controls, { $0.path.status == .satisfied }) {
-            assertSatisfiedViaWifi(result.update.path, "router end up")
-        }
-        waitUntilQuiet(monitor)
-        try assertMatchesKernel(monitor, lab, "router end up")
-
-        // (c) The client's own wl0 goes down: no interface but loopback is up -> notAvailable.
-        mark = recorder.count
-        t0 = try timedSetLink(lab.clientLinks, T.wifiInterface, up: false)
-        var completed = MonotonicClock.nanoseconds()
-        if let result = awaitTimedUpdate(recorder, after: mark, t0: t0, "\(layout.rawValue): client wl0 down -> unsatisfied", controls: controls, { $0.path.status != .satisfied }) {
-            assertUnsatisfied(result.update.path, .notAvailable, "client wl0 down")
-        }
-        // Through the wire, the router sees it as the client side of a cable would show it: no carrier.
-        // (Directly, c-wl0 is wl0's peer and loses carrier at once, as any veth.)
-        try awaitRouterCarrier(lab, false, t0: completed, "\(layout.rawValue): client wl0 down", controls: controls)
-        waitUntilQuiet(monitor)
-        try assertMatchesKernel(monitor, lab, "client wl0 down")
-        XCTAssertFalse(
-            try lab.clientLinks.routes().contains { $0.isDefault && $0.family == .inet && $0.table == .main },
-            "the kernel was expected to flush wl0's IPv4 default route when wl0 went down")
-
-        // (d) wl0 up again: carrier and the IPv4 address are back, no default route is -> noRoute.
-        mark = recorder.count
-        t0 = try timedSetLink(lab.clientLinks, T.wifiInterface, up: true)
-        completed = MonotonicClock.nanoseconds()
-        try awaitRouterCarrier(lab, true, t0: completed, "\(layout.rawValue): client wl0 up", controls: controls)
-        let noRoute = recorder.wait(after: mark) { $0.path.unsatisfiedReason == .noRoute }
-        assertUnsatisfied(noRoute?.path, .noRoute, "client wl0 up, before its routes are restored")
-        if let noRoute {
-            print(String(format: "path monitor: wl0 up -> noRoute after %.3f ms", Double(noRoute.time &- t0) / 1e6))
-        }
-        waitUntilQuiet(monitor)
-        try assertMatchesKernel(monitor, lab, "client wl0 up without routes")
-        XCTAssertFalse(recorder.updates(after: mark).contains { $0.path.status == .satisfied }, "satisfied without a default route")
-
-        // (e) Addresses and routes restored: satisfied again, both families.
-        mark = recorder.count
-        try restoreWifi(lab)
-        let restored = recorder.wait(after: mark) { $0.path.status == .satisfied && $0.path.supportsIPv4 && $0.path.supportsIPv6 }
-        waitUntilQuiet(monitor)
-        assertSatisfiedViaWifi(restored?.path, "wl0 restored")
-        try assertMatchesKernel(monitor, lab, "wl0 restored")
+        trials.check(bound: Self.latencyBound)
         print("path monitor statistics (latency test): \(monitor.statistics)")
     }
 

@@ -5,6 +5,7 @@ import RouteNetlink
 import Glibc
 import LinkcondBase
 import Synchronization
+import XCTest
 
 // Controls for timing checks: what the machine itself does right now, measured alongside a measurement, so
 // that load (other tests running beside this one, other work on a shared host, a TCG guest) moves the bound
@@ -112,5 +113,36 @@ final class LinkNotificationControl: @unchecked Sendable {
             usleep(200)
         } while MonotonicClock.nanoseconds() < deadline
         return nil
+    }
+}
+
+/// Latencies of the same change made several times, each with when a control first heard it: the check is
+/// on the median, over the trials, of how long after the control the thing measured came (a robust
+/// statistic: a machine that holds up one wake-up in a few does not decide it; code that is slow is slow
+/// every time).
+final class LatencyTrials: @unchecked Sendable {
+    private let trials = Mutex<[(label: String, latency: UInt64, control: UInt64)]>([])
+
+    /// One trial of `label`: nanoseconds from the change to what was measured, and to the control hearing it.
+    func record(_ label: String, _ latency: UInt64, control: UInt64) {
+        trials.withLock { $0.append((label, latency, control)) }
+    }
+
+    /// Prints every trial and asserts, per label, that the median of latency − control is below `bound`.
+    func check(bound: UInt64, file: StaticString = #filePath, line: UInt = #line) {
+        let all = trials.withLock { $0 }
+        var labels: [String] = []
+        for trial in all where !labels.contains(trial.label) { labels.append(trial.label) }
+        for label in labels {
+            let mine = all.filter { $0.label == label }
+            let excess = Samples(mine.map { Double(Int64($0.latency) - Int64($0.control)) / 1e6 }).median
+            let trialsText = mine.map { String(format: "%.3f (control %.3f)", Double($0.latency) / 1e6, Double($0.control) / 1e6) }
+                .joined(separator: ", ")
+            print(String(format: "latency %@: median %.3f ms after the control; trials, ms: %@", label, excess, trialsText))
+            XCTAssertLessThan(
+                excess, Double(bound) / 1e6,
+                "\(label): the median of \(mine.count) trials came \(excess) ms after a bare listener heard the change; the bound is "
+                    + "\(Double(bound) / 1e6) ms. Trials (ms after the change): \(trialsText)", file: file, line: line)
+        }
     }
 }
