@@ -11,7 +11,9 @@ import XCTest
 /// difference of two such measurements, and the table shows both round trips beside their baselines.
 ///
 /// `very-bad-network` has all that both backends model alike (delay, rate and random loss, each way), and
-/// the loss is large enough (10%) that the comparison means something after a few seconds of traffic.
+/// the loss is large enough (10%) that the comparison means something after a few seconds of traffic. This
+/// is also netem's measurement of that profile (NetemProfileTests has no method of its own for it, so the VM
+/// tier measures it once).
 /// Skipped where the kernel has no netem, failed there with LINKCOND_REQUIRE_NETEM=1 (the VM tier sets it).
 final class BackendsSideBySideTests: ConditioningTestCase {
     override class var backendKind: BackendKind { .netem }
