@@ -4,17 +4,20 @@ import PackageDescription
 // Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
-//   CMnl, CSpawn, CPacket, LinkcondBase, JSONDocument, bare-forwarder   C shims; addresses, clock, DNS; JSON
-//   Netlink, Profiles, Responders, Timeline, CNetlinkFloor    netlink; profiles; the server; reports; a C floor
-//   NetlinkTesting, RouteNetlink, NetNamespace, LinkEmulation   fake transport; rtnetlink; namespaces; the model
-//   PacketEngine, EngineControl, Sandboxing, PathMonitor      engine I/O; its messages; the sandbox; the monitor
-//   Engine, Conditioning                                       the engine process; the backends
+//   CMnl, CSpawn, CPacket, CCrashReport, CLinkcondSystem, bare-forwarder, AllocationCounting   C shims; a C floor; test support
+//   LinkcondSystem, CNetlinkFloor                              descriptors, sockets, errno, EINTR; a C floor
+//   LinkcondBase, Netlink, JSONDocument                        addresses, clock, DNS; netlink; JSON
+//   NetlinkTesting, RouteNetlink, NetNamespace, Profiles, Timeline   fake transport; rtnetlink; namespaces, the socket factory; profiles; reports
+//   Responders, LinkEmulation, Sandboxing, PathMonitor         the server; the link model; the sandbox; the monitor
+//   PacketEngine, EngineControl                                engine I/O; its messages
+//   Engine, Conditioning, EngineBenchIO                        the engine process; the backends; the bench's readers
 //   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
 //   LinkcondCLI                                                the command line; no logic a library user needs
 //   linkcond                                                   the executable
 let package = Package(
     name: "linkcond",
     products: [
+        .library(name: "LinkcondSystem", targets: ["LinkcondSystem"]),
         .library(name: "Netlink", targets: ["Netlink"]),
         .library(name: "RouteNetlink", targets: ["RouteNetlink"]),
         .library(name: "NetNamespace", targets: ["NetNamespace"]),
@@ -32,40 +35,54 @@ let package = Package(
             pkgConfig: "libmnl",
             providers: [.apt(["libmnl-dev"])]
         ),
+        // The system layer's window on GNU-only calls (accept4, pipe2); a header, nothing to link.
+        .systemLibrary(name: "CLinkcondSystem"),
+        .target(name: "LinkcondSystem", dependencies: ["CLinkcondSystem"]),
         .target(name: "CSpawn"),
-        .target(name: "LinkcondBase"),
-        .target(name: "Netlink", dependencies: ["CMnl"]),
+        // A crashing process's last word (signal and thread) in its log.
+        .target(name: "CCrashReport"),
+        .target(name: "LinkcondBase", dependencies: ["LinkcondSystem"]),
+        .target(name: "Netlink", dependencies: ["CMnl", "LinkcondSystem"]),
         // For tests only: a fake byte transport and encoders of kernel replies (no product links it).
         .target(name: "NetlinkTesting", dependencies: ["Netlink", "CMnl"]),
         // For linkcond-bench only: the same requests sent with raw libmnl from C, the floor to compare with.
         .target(name: "CNetlinkFloor", dependencies: ["CMnl"]),
-        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase"]),
-        .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn"]),
-        .target(name: "Responders", dependencies: ["LinkcondBase"]),
-        .target(name: "JSONDocument"),
+        .target(name: "RouteNetlink", dependencies: ["Netlink", "CMnl", "LinkcondBase", "LinkcondSystem"]),
+        .target(name: "NetNamespace", dependencies: ["Netlink", "CMnl", "CSpawn", "LinkcondSystem"]),
+        .target(name: "Responders", dependencies: ["LinkcondBase", "LinkcondSystem", "NetNamespace"]),
+        .target(name: "JSONDocument", dependencies: ["LinkcondSystem"]),
         .target(name: "Profiles", dependencies: ["JSONDocument", "LinkcondBase"]),
         .target(name: "LinkEmulation", dependencies: ["Profiles", "LinkcondBase"]),
         .target(name: "CPacket"),
-        .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "CMnl", "LinkcondBase"]),
+        .target(name: "PacketEngine", dependencies: ["CPacket", "LinkEmulation", "NetNamespace", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
-        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase"]),
+        // For linkcond-bench (and the tests of what it measures) only: the engine's readers other than its own
+        // ring (recvmmsg, GSO cut in the engine) and a fixed-delay scheduler to time departures against.
+        .target(name: "EngineBenchIO", dependencies: ["PacketEngine", "LinkEmulation", "CPacket"]),
+        // For tests only: counts the calling thread's heap allocations (replaces malloc and friends in the test
+        // executable; no product links it).
+        .target(name: "AllocationCounting"),
+        .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase", "LinkcondSystem"]),
         .target(
             name: "Engine",
-            dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
-        .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "JSONDocument"]),
-        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
-        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase"]),
-        .target(name: "Timeline", dependencies: ["LinkcondBase"]),
+            dependencies: ["EngineControl", "PacketEngine", "LinkEmulation", "Profiles", "JSONDocument", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase", "CCrashReport"]),
+        .target(name: "Sandboxing", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem", "JSONDocument"]),
+        .target(name: "Conditioning", dependencies: ["Profiles", "Sandboxing", "EngineControl", "LinkEmulation", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem", "JSONDocument"]),
+        .target(name: "PathMonitor", dependencies: ["RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "LinkcondSystem"]),
+        .target(name: "Timeline", dependencies: ["LinkcondBase", "LinkcondSystem"]),
         .target(
             name: "Scenarios",
-            dependencies: ["Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders", "LinkcondBase"]),
+            dependencies: [
+                "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders",
+                "LinkcondBase", "LinkcondSystem",
+            ]),
         .target(
             name: "LinkcondCLI",
             dependencies: [
                 "Scenarios", "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "LinkcondBase",
                 "Engine", "PacketEngine",
-                "JSONDocument",
+                "JSONDocument", "LinkcondSystem",
             ]),
         // The command starts with the Swift runtime and Foundation linked in (-static-stdlib): a process
         // starts in about half the time (linkcond --help 3.7 ms of CPU instead of 8.0), which every
@@ -74,10 +91,16 @@ let package = Package(
         // with --static-swift-stdlib (which would also rebuild every module). Debug and release alike: the
         // link takes no measurably longer (about 2 s either way). lld, because GNU ld prints a warning for
         // the mktemp that static Foundation contains.
+        // Not position-independent (-no-pie): a PIE of this size carries 78,000 relative relocations, and the
+        // loader applying them copied on write most of its data pages at every start — 3.9 million cycles in
+        // the loader, 94% of them relocating, and most of the rest page faults. Linked at a fixed address the
+        // loader spends 0.37 million (LD_DEBUG=statistics) and `linkcond --help` 1.9 ms of CPU against 1.45 ms
+        // for `tc -V` (perf stat -r 100, task-clock), where the PIE took 3.7 ms. The cost: the executable's
+        // own code and data are not placed at a random address (its libraries, stack and heap still are).
         .executableTarget(
             name: "linkcond", dependencies: ["LinkcondCLI"],
             linkerSettings: [
-                .unsafeFlags(["-static-stdlib", "-use-ld=lld"], .when(platforms: [.linux])),
+                .unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xclang-linker", "-no-pie"], .when(platforms: [.linux])),
                 .linkedLibrary("CoreFoundation", .when(platforms: [.linux])),
                 .linkedLibrary("_FoundationICU", .when(platforms: [.linux])),
                 .linkedLibrary("_FoundationCShims", .when(platforms: [.linux])),
@@ -87,7 +110,7 @@ let package = Package(
             name: "linkcond-bench",
             dependencies: [
                 "Conditioning", "PathMonitor", "RouteNetlink", "NetNamespace", "Netlink", "LinkcondBase", "Profiles", "Sandboxing",
-                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation",
+                "CNetlinkFloor", "CMnl", "PacketEngine", "LinkEmulation", "EngineBenchIO", "LinkcondSystem",
             ]),
 
         .testTarget(name: "NetlinkTests", dependencies: ["Netlink", "NetlinkTesting", "CMnl"]),
@@ -101,20 +124,27 @@ let package = Package(
             name: "NetemNetlinkTests",
             dependencies: ["Conditioning", "Profiles", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
-        // The engine client's hand-written JSON against the engine's Codable messages.
-        .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation"]),
+        // The engine control protocol's codec, both ends.
+        .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation", "JSONDocument"]),
+        // The engine's loop against an embedded wire, its ring and the bench's readers on synthetic frames (no root).
         .testTarget(
-            name: "PacketEngineTests", dependencies: ["PacketEngine", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
+            name: "PacketEngineTests", dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "Profiles", "CPacket", "AllocationCounting"]),
+        // The engine between real namespaces (root).
+        .testTarget(
+            name: "PacketEngineIntegrationTests",
+            dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase", "CPacket"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
+        .testTarget(name: "LinkcondSystemTests", dependencies: ["LinkcondSystem"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
-        .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles"]),
+        .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles", "AllocationCounting"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
-        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase"]),
+        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
+        .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LinkcondBase", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline"]
+            dependencies: ["LinkcondBase", "LinkcondSystem", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline", "JSONDocument"]
         ),
     ],
     swiftLanguageModes: [.v6]
@@ -122,20 +152,23 @@ let package = Package(
 
 // Where each target lives: one folder per tier of the layers above (Sources/<tier>/<target>), the benchmark
 // and its C floors apart from the product (Bench/<target>), and the tests by whether they need root
-// (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root).
+// (Tests/Unit: no privileges, `scripts/test --fast`; Tests/Integration: real namespaces, root; Tests/Support:
+// what tests link, never a product).
 let folders: [String: [String]] = [
-    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "LinkcondBase", "JSONDocument"],
+    "Sources/Base": ["CMnl", "CSpawn", "CPacket", "CCrashReport", "CLinkcondSystem", "LinkcondSystem", "LinkcondBase", "JSONDocument"],
     "Sources/Kernel": ["Netlink", "NetlinkTesting", "RouteNetlink", "NetNamespace"],
     "Sources/Model": ["Profiles", "LinkEmulation", "Timeline"],
     "Sources/Engine": ["PacketEngine", "EngineControl", "Engine"],
     "Sources/Lab": ["Sandboxing", "Responders", "Conditioning", "PathMonitor", "Scenarios"],
     "Sources/CLI": ["LinkcondCLI", "linkcond"],
-    "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder"],
+    "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder", "EngineBenchIO"],
     "Tests/Unit": [
         "NetlinkTests", "RouteNetlinkTests", "NetemNetlinkTests", "RespondersTests", "EngineControlTests", "JSONDocumentTests",
-        "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "TimelineTests", "ScenariosTests",
+        "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "SandboxingTests", "TimelineTests", "ScenariosTests",
+        "PacketEngineTests", "LinkcondSystemTests",
     ],
-    "Tests/Integration": ["IntegrationTests", "PacketEngineTests"],
+    "Tests/Integration": ["IntegrationTests", "PacketEngineIntegrationTests"],
+    "Tests/Support": ["AllocationCounting"],
 ]
 for target in package.targets {
     guard let folder = folders.first(where: { $0.value.contains(target.name) })?.key else {

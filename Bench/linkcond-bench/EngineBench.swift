@@ -1,3 +1,4 @@
+import EngineBenchIO
 import Foundation
 import Glibc
 import LinkEmulation
@@ -10,7 +11,8 @@ import RouteNetlink
 ///   CPU each forwarder spends per Gbit/s (rounds interleaved, best and median reported, so a burst of other
 ///   work on the machine hits every subject alike);
 /// - the round-trip time the engine adds over a bare veth pair (ICMP echo, median and p99);
-/// - departure lateness under a 50 ms delay at 1,000 and 50,000 frames/s.
+/// - departure lateness under a 50 ms delay at 1,000 and 50,000 frames/s;
+/// - an unconditioned UDP flood, with where every lost datagram went (EngineBenchFlood.swift).
 ///
 ///   sudo .build/release/linkcond-bench engine
 enum EngineBench {
@@ -58,7 +60,7 @@ enum EngineBench {
         var late: Double
     }
 
-    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt` and `lateness`
+    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt`, `lateness` and `flood`
     /// (empty: all), `rounds=N` sets the throughput rounds. Failures are printed, never thrown; everything is
     /// removed at the end.
     static func run(parts requested: Set<String> = []) {
@@ -99,6 +101,16 @@ enum EngineBench {
         var lateness: [LatenessRow] = []
         if all || parts.contains("lateness") { attempt("departure lateness") { lateness = try measureLateness() } }
         printTables(subjects, echoes, lateness)
+        if all || parts.contains("flood") {
+            print("")
+            print("Unconditioned UDP flood through the engine, 2 s, where every datagram went")
+            for payload in [64, 1472] {
+                attempt("flood of \(payload)-byte datagrams") {
+                    let outcome = try EngineFlood.run(payload: payload, seconds: 2)
+                    print("  \(payload) B: \(outcome.text)")
+                }
+            }
+        }
         let dispatch = EngineBenchDispatch.measure()
         print("")
         print(String(
@@ -184,7 +196,7 @@ enum EngineBench {
                 operation: "engine: ICMP echo round trip through the wire (\(echoes) samples)", ours_us: Summary(roundTrips[engine.name] ?? []),
                 floor_us: Summary(roundTrips[bare.name] ?? []), peers: Summary(roundTrips[veth.name] ?? []).map { ["bare veth pair": $0] } ?? [:],
                 notes: []),
-        ] + lateness
+        ] + lateness + EngineFlood.rows()
     }
 
 
@@ -203,8 +215,7 @@ enum EngineBench {
                 stop: { bare.stop() }))
             if compact {
                 let ringLab = try BenchLab(tag: "engring", throughWire: true)
-                let ringEngine = try EngineRuntime(
-                    wire: ringLab.ends!, options: EngineOptions(receiveMethod: .ring), uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+                let ringEngine = try EngineRuntime(wire: ringLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
                 try ringEngine.start()
                 subjects.append(Subject("engine, ring (offloads off; default)", ringLab, measuresRTT: true, cpuTime: { engineCPU(ringEngine) },
                     stop: { ringEngine.stop() }))
@@ -213,13 +224,12 @@ enum EngineBench {
             }
             let engineLab = try BenchLab(tag: "engine", throughWire: true)
             let engine = try EngineRuntime(
-                wire: engineLab.ends!, options: EngineOptions(receiveMethod: .recvmmsg), uplink: PassThroughScheduler(),
-                downlink: PassThroughScheduler())
+                wire: engineLab.ends!, options: EngineOptions(), uplink: PassThroughScheduler(), downlink: PassThroughScheduler(),
+                source: BenchReaders.recvmmsg)
             try engine.start()
             subjects.append(Subject("engine, recvmmsg (offloads off)", engineLab, measuresRTT: true, cpuTime: { engineCPU(engine) }, stop: { engine.stop() }))
             let ringLab = try BenchLab(tag: "engring", throughWire: true)
-            let ringEngine = try EngineRuntime(
-                wire: ringLab.ends!, options: EngineOptions(receiveMethod: .ring), uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+            let ringEngine = try EngineRuntime(wire: ringLab.ends!, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
             try ringEngine.start()
             subjects.append(Subject("engine, ring (offloads off; default)", ringLab, measuresRTT: true, cpuTime: { engineCPU(ringEngine) },
                 stop: { ringEngine.stop() }))
@@ -230,15 +240,15 @@ enum EngineBench {
                 stop: { groEngine.stop() }))
             let segmentLab = try BenchLab(tag: "engseg", throughWire: true, mode: .segmentInEngine)
             let segmenting = try EngineRuntime(
-                wire: segmentLab.ends!, options: EngineOptions(offloads: .segmentInEngine, receiveMethod: .recvmmsg), uplink: PassThroughScheduler(),
-                downlink: PassThroughScheduler())
+                wire: segmentLab.ends!, options: EngineOptions(), uplink: PassThroughScheduler(), downlink: PassThroughScheduler(),
+                source: BenchReaders.segmentingRecvmmsg(counters: SegmentationCounters()))
             try segmenting.start()
             subjects.append(Subject("engine, recvmmsg, GSO cut in the engine", segmentLab, measuresRTT: false, cpuTime: { engineCPU(segmenting) },
                 stop: { segmenting.stop() }))
             let ringSegmentLab = try BenchLab(tag: "engringseg", throughWire: true, mode: .segmentInEngine)
             let ringSegmenting = try EngineRuntime(
-                wire: ringSegmentLab.ends!, options: EngineOptions(offloads: .segmentInEngine, receiveMethod: .ring), uplink: PassThroughScheduler(),
-                downlink: PassThroughScheduler())
+                wire: ringSegmentLab.ends!, options: EngineOptions(), uplink: PassThroughScheduler(), downlink: PassThroughScheduler(),
+                source: BenchReaders.segmentingRing(counters: SegmentationCounters()))
             try ringSegmenting.start()
             subjects.append(Subject("engine, ring, GSO cut in the engine", ringSegmentLab, measuresRTT: false, cpuTime: { engineCPU(ringSegmenting) },
                 stop: { ringSegmenting.stop() }))

@@ -1,7 +1,7 @@
+import EngineBenchIO
 import Foundation
 import LinkcondBase
 import LinkEmulation
-import PacketEngine
 
 /// What the scheduler's static type costs per frame: `offer` on a model whose body is opaque (never
 /// inlined, so only the call differs), called through a specialized generic parameter, through an

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import PacketEngine
 import RouteNetlink
@@ -100,13 +101,11 @@ final class BenchLab {
     private static func withDescriptors(
         _ first: NamedNamespace, _ second: NamedNamespace, _ body: (NamespaceDescriptor, NamespaceDescriptor) throws -> Void
     ) throws {
-        let a = open(first.path, O_RDONLY | O_CLOEXEC)
-        let b = open(second.path, O_RDONLY | O_CLOEXEC)
-        defer {
-            close(a)
-            close(b)
-        }
-        try body(NamespaceDescriptor(fileDescriptor: a, name: first.name), NamespaceDescriptor(fileDescriptor: b, name: second.name))
+        let a = try OwnedFileDescriptor.open(first.path, .readOnly)
+        let b = try OwnedFileDescriptor.open(second.path, .readOnly)
+        try body(
+            NamespaceDescriptor(fileDescriptor: a.descriptor.rawValue, name: first.name),
+            NamespaceDescriptor(fileDescriptor: b.descriptor.rawValue, name: second.name))
     }
 }
 
@@ -120,21 +119,19 @@ final class BareForwarder {
         guard let wire = ends.namespace else { throw BenchFailure("the bare forwarder needs a wire namespace") }
         let executable = Self.executablePath()
         guard access(executable, X_OK) == 0 else { throw BenchFailure("\(executable) is missing: build the bare-forwarder product") }
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw BenchFailure("pipe: \(String(cString: strerror(errno)))") }
-        for fd in pipeEnds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        defer { close(pipeEnds[0]) }
+        let (readEnd, writeEnd) = try FileDescriptor.pipe()
+        defer { try? readEnd.close() }
         do {
             process = try wire.spawn(
-                executable, arguments: (vnet ? ["--vnet"] : []) + [ends.clientSide, ends.routerSide], standardOutput: pipeEnds[1])
+                executable, arguments: (vnet ? ["--vnet"] : []) + [ends.clientSide, ends.routerSide], standardOutput: writeEnd.rawValue)
         } catch {
-            close(pipeEnds[1])
+            try? writeEnd.close()
             throw error
         }
-        close(pipeEnds[1])
-        var poller = pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)
+        try? writeEnd.close()
         var buffer = [UInt8](repeating: 0, count: 64)
-        guard poll(&poller, 1, 5000) > 0, read(pipeEnds[0], &buffer, buffer.count) > 0,
+        guard (try? readEnd.poll(for: Int16(POLLIN), timeoutMilliseconds: 5000)) ?? 0 != 0,
+            (try? buffer.withUnsafeMutableBytes { try readEnd.read(into: $0) }) ?? 0 > 0,
             String(decoding: buffer, as: UTF8.self).hasPrefix("ready")
         else {
             process.send(signal: SIGKILL)

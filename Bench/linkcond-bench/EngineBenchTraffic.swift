@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import RouteNetlink
 import Synchronization
 
-// In-process traffic for the engine rows: sockets are opened inside a namespace (NamedNamespace.run) and
+// In-process traffic for the engine rows: sockets are opened inside a namespace (the socket factory) and
 // driven by threads of this process, so no external tool is needed. Every wait is bounded.
 
 enum BenchTraffic {
@@ -15,23 +16,13 @@ enum BenchTraffic {
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
-    static func socket(in namespace: NamedNamespace, _ family: Int32, _ type: Int32, _ proto: Int32, timeout: Double) throws -> Int32 {
-        let fd = try namespace.run { Glibc.socket(family, type | Int32(SOCK_CLOEXEC.rawValue), proto) }
-        guard fd >= 0 else { throw BenchFailure("socket in \(namespace.name): \(String(cString: strerror(errno)))") }
-        var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        return fd
-    }
-
-    static func withAddress<T>(_ ip: IPAddress, port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
-        var v4 = sockaddr_in()
-        v4.sin_family = sa_family_t(AF_INET)
-        v4.sin_port = port.bigEndian
-        withUnsafeMutableBytes(of: &v4.sin_addr) { $0.copyBytes(from: ip.bytes) }
-        return withUnsafePointer(to: &v4) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+    /// A socket of `kind` opened in `namespace`, with send and receive timeouts of `timeout` seconds; the
+    /// caller closes it.
+    static func socket(in namespace: NamedNamespace, _ kind: SocketKind, timeout: Double) throws -> SocketDescriptor {
+        let socket = try namespace.openSocket(kind).release()
+        try? socket.setTimeout(seconds: timeout)
+        try? socket.setTimeout(seconds: timeout, send: true)
+        return socket
     }
 
     // MARK: TCP throughput
@@ -42,44 +33,50 @@ enum BenchTraffic {
         from client: NamedNamespace, to router: NamedNamespace, address: IPAddress, port: UInt16, warmup: Double = 0.5, seconds: Double,
         window: (_ atEnd: Bool) -> Void = { _ in }
     ) throws -> Double {
-        let listener = try socket(in: router, AF_INET, Int32(SOCK_STREAM.rawValue), 0, timeout: 5)
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard withAddress(address, port: port, { bind(listener, $0, $1) }) == 0, listen(listener, 1) == 0 else {
-            close(listener)
-            throw BenchFailure("listen on \(address):\(port): \(String(cString: strerror(errno)))")
+        let listener = try socket(in: router, .tcp(.inet), timeout: 5)
+        do {
+            try listener.setOption(.reuseAddress, Int32(1))
+            try listener.bind(to: SocketAddress(address, port: port))
+            try listener.listen(backlog: 1)
+        } catch {
+            try? listener.close()
+            throw BenchFailure("listen on \(address):\(port): \(error)")
         }
         let counter = StreamCounter()
         let receiver = Thread {
-            defer { close(listener); counter.done.signal() }
-            let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }
-            defer { close(connection) }
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 64)
+            defer {
+                try? listener.close()
+                counter.done.signal()
+            }
+            guard let connection = try? listener.accept() else { return }
+            defer { try? connection.close() }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
             defer { buffer.deallocate() }
-            while true {
-                let got = recv(connection, buffer, 1 << 20, 0)
-                if got < 0 && errno == EINTR { continue }
-                if got <= 0 { return }
+            while let got = try? connection.receive(into: buffer), got > 0 {
                 counter.bytes.add(got, ordering: .relaxed)
             }
         }
         receiver.start()
-        let sender = try socket(in: client, AF_INET, Int32(SOCK_STREAM.rawValue), 0, timeout: 5)
-        guard withAddress(address, port: port, { connect(sender, $0, $1) }) == 0 else {
-            close(sender)
+        let sender = try socket(in: client, .tcp(.inet), timeout: 5)
+        do {
+            // Blocking: a connect that outlasts SO_SNDTIMEO ends "in progress".
+            guard try sender.connect(to: SocketAddress(address, port: port)) else {
+                throw SystemError("connect \(address):\(port)", .timedOut)
+            }
+        } catch {
+            try? sender.close()
             _ = counter.done.wait(timeout: .now() + 6)
-            throw BenchFailure("connect to \(address):\(port): \(String(cString: strerror(errno)))")
+            throw BenchFailure("\(error)")
         }
         let stop = Atomic<Bool>(false)
         let senderDone = DispatchSemaphore(value: 0)
         let senderThread = Thread {
             let chunk = [UInt8](repeating: 0x5a, count: 256 * 1024)
             while !stop.load(ordering: .relaxed) {
-                let sent = chunk.withUnsafeBytes { send(sender, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if sent < 0 && errno != EINTR { break }  // a stall beyond the 5 s send timeout ends the stream
+                // A stall beyond the 5 s send timeout ends the stream.
+                guard (try? chunk.withUnsafeBytes { try sender.send($0, flags: Int32(MSG_NOSIGNAL)) }) != nil else { break }
             }
-            shutdown(sender, Int32(SHUT_WR))
+            try? sender.shutdown(.write)
             senderDone.signal()
         }
         senderThread.start()
@@ -94,7 +91,7 @@ enum BenchTraffic {
         stop.store(true, ordering: .relaxed)
         _ = senderDone.wait(timeout: .now() + 7)
         _ = counter.done.wait(timeout: .now() + 7)
-        close(sender)
+        try? sender.close()
         return Double(endBytes - startBytes) * 8 / (end - start)
     }
 
@@ -108,8 +105,9 @@ enum BenchTraffic {
     /// `count` ICMP echo round trips from `client` to `target`, one at a time with `gap` seconds between them;
     /// the round-trip times in microseconds (lost echoes, after 1 s, are left out).
     static func echoRoundTrips(from client: NamedNamespace, to target: IPAddress, count: Int, gap: Double = 0.002) throws -> [Double] {
-        let fd = try socket(in: client, AF_INET, Int32(SOCK_RAW.rawValue), Int32(IPPROTO_ICMP), timeout: 1)
-        defer { close(fd) }
+        let fd = try socket(in: client, SocketKind(.inet, .raw, protocol: Int32(IPPROTO_ICMP)), timeout: 1)
+        defer { try? fd.close() }
+        let destination = SocketAddress(target, port: 0)
         let identifier = UInt16.random(in: 1...UInt16.max)
         var samples: [Double] = []
         var buffer = [UInt8](repeating: 0, count: 2048)
@@ -120,11 +118,10 @@ enum BenchTraffic {
             message[2] = UInt8(sum >> 8)
             message[3] = UInt8(sum & 0xff)
             let start = seconds()
-            let sent = message.withUnsafeBytes { raw in withAddress(target, port: 0) { sendto(fd, raw.baseAddress, raw.count, 0, $0, $1) } }
+            let sent = try? message.withUnsafeBytes { try fd.send($0, to: destination) }
             guard sent == message.count else { continue }
             while seconds() - start < 1 {
-                let got = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                guard got > 0 else { break }
+                guard let got = try? buffer.withUnsafeMutableBytes({ try fd.receive(into: $0) }), got > 0 else { break }
                 let end = seconds()
                 let offset = Int(buffer[0] & 0x0f) * 4
                 guard got >= offset + 8, buffer[offset] == 0 else { continue }
@@ -157,24 +154,26 @@ enum BenchTraffic {
     /// Sends 64-byte UDP datagrams from `client` to `address`:`port` in `router` at `rate` per second for
     /// `seconds` (a receiver drains them); returns the number sent.
     static func pacedDatagrams(from client: NamedNamespace, to router: NamedNamespace, address: IPAddress, port: UInt16, rate: Int, seconds: Double) throws -> Int {
-        let receiver = try socket(in: router, AF_INET, Int32(SOCK_DGRAM.rawValue), 0, timeout: 0.2)
-        guard withAddress(address, port: port, { bind(receiver, $0, $1) }) == 0 else {
-            close(receiver)
-            throw BenchFailure("bind \(address):\(port): \(String(cString: strerror(errno)))")
+        let receiver = try socket(in: router, .udp(.inet), timeout: 0.2)
+        let destination = SocketAddress(address, port: port)
+        do {
+            try receiver.bind(to: destination)
+        } catch {
+            try? receiver.close()
+            throw BenchFailure("\(error)")
         }
-        var size: Int32 = 16 << 20
-        setsockopt(receiver, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+        try? receiver.setOption(.receiveBufferForce, Int32(16 << 20))
         let stop = Atomic<Bool>(false)
         let drained = DispatchSemaphore(value: 0)
         let drain = Thread {
             var buffer = [UInt8](repeating: 0, count: 2048)
-            while !stop.load(ordering: .relaxed) { _ = buffer.withUnsafeMutableBytes { recv(receiver, $0.baseAddress, $0.count, 0) } }
-            close(receiver)
+            while !stop.load(ordering: .relaxed) { _ = try? buffer.withUnsafeMutableBytes { try receiver.receive(into: $0) } }
+            try? receiver.close()
             drained.signal()
         }
         drain.start()
-        let sender = try socket(in: client, AF_INET, Int32(SOCK_DGRAM.rawValue), 0, timeout: 1)
-        defer { close(sender) }
+        let sender = try socket(in: client, .udp(.inet), timeout: 1)
+        defer { try? sender.close() }
         let payload = [UInt8](repeating: 0x17, count: 64)
         var sent = 0
         let tick: UInt64 = 100_000
@@ -186,7 +185,7 @@ enum BenchTraffic {
         while next < end {
             let due = Int(Double(next - start) / 1e9 * Double(rate))
             while sent < due {
-                _ = payload.withUnsafeBytes { raw in withAddress(address, port: port) { sendto(sender, raw.baseAddress, raw.count, 0, $0, $1) } }
+                _ = try? payload.withUnsafeBytes { try sender.send($0, to: destination) }
                 sent += 1
             }
             next += tick

@@ -10,6 +10,7 @@ import Conditioning
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import Netlink
 import Profiles
@@ -101,7 +102,7 @@ final class FloorSocket {
     var buffer = [UInt8](repeating: 0, count: 65_536)
 
     init(_ namespace: NamedNamespace) throws {
-        socket = try namespace.run { try NetlinkSocket() }
+        socket = try NetlinkSocket(adopting: try namespace.openSocket(.routeNetlink))
         handle = lcfloor_wrap(socket.fileDescriptor)
     }
 
@@ -255,9 +256,8 @@ enum NetlinkBench {
         let a = try NamedNamespace.create(prefix + "-a")
         let b = try NamedNamespace.create(prefix + "-b")
         let client = RouteNetlinkClient(connection: try a.openNetlinkConnection(), namespace: a.name)
-        let fd = open(b.path, O_RDONLY | O_CLOEXEC)
-        defer { close(fd) }
-        try client.createVeth(name: "wl0", peerName: "c-wl0", peerIn: NamespaceDescriptor(fileDescriptor: fd, name: b.name))
+        let fd = try OwnedFileDescriptor.open(b.path, .readOnly)
+        try client.createVeth(name: "wl0", peerName: "c-wl0", peerIn: NamespaceDescriptor(fileDescriptor: fd.descriptor.rawValue, name: b.name))
         return (a, b)
     }
 

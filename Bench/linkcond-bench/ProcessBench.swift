@@ -5,6 +5,7 @@
 // own, removed at the end). Runs are interleaved, the order alternating, and every wait is bounded.
 import Foundation
 import Glibc
+import LinkcondSystem
 import Sandboxing
 import NetNamespace
 import Synchronization
@@ -55,9 +56,8 @@ enum ProcessRunner {
             }
         }
         watchdog.start()
-        var status: Int32 = 0
         var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let status = (try? waitForChild(pid, usage: &usage))?.status ?? 0
         finished.store(true, ordering: .releasing)
         let wall = Double(now() - start) / 1000
         guard status == 0 else { return nil }

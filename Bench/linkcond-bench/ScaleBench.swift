@@ -8,6 +8,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import Sandboxing
 import Synchronization
@@ -206,29 +207,19 @@ enum ScaleBench {
 
     /// GET /generate_204 from inside `client` to the sandbox server (198.19.0.2:80); true on a 204.
     static func http204(client: String, seconds: Double) -> Bool {
-        guard let namespace = try? NamedNamespace(existing: client) else { return false }
-        let fd = (try? namespace.run { () -> Int32 in socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }) ?? -1
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: Int(seconds), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(80).bigEndian
-        inet_pton(AF_INET, "198.19.0.2", &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return false }
+        guard let namespace = try? NamedNamespace(existing: client), let owned = try? namespace.openSocket(.tcp(.inet)) else { return false }
+        let fd = owned.socket
+        try? fd.setTimeout(seconds: Double(Int(seconds)))
+        try? fd.setTimeout(seconds: Double(Int(seconds)), send: true)
+        // Blocking: a connect that outlasts SO_SNDTIMEO ends "in progress" (false).
+        guard (try? fd.connect(to: SocketAddress(ip: "198.19.0.2", port: 80)!)) == true else { return false }
         let request = Array("GET /generate_204 HTTP/1.1\r\nHost: server.linkcond.test\r\nConnection: close\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return false }
+        guard (try? request.withUnsafeBytes({ try fd.send($0, flags: Int32(MSG_NOSIGNAL)) })) == request.count else { return false }
         var buffer = [UInt8](repeating: 0, count: 64)
         var got = 0
         while got < 12 {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, $0.count - got, 0) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
+            let count = try? buffer.withUnsafeMutableBytes { try fd.receive(into: UnsafeMutableRawBufferPointer(rebasing: $0[got...])) }
+            guard let count, count > 0 else { break }
             got += count
         }
         return String(decoding: buffer.prefix(got), as: UTF8.self).hasPrefix("HTTP/1.1 204")

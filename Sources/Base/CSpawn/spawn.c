@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -44,6 +45,73 @@ static int cloexec_from_3(void) {
         if (flags >= 0 && !(flags & FD_CLOEXEC) && fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC) < 0) return -1;
     }
     return 0;
+}
+
+/* Where a supervising process passes the signals it gets: the namespace's pid 1 from outside, every
+ * process of the namespace (kill(-1)) from its pid 1. */
+static volatile pid_t forward_to = 0;
+
+static void forward_signal(int signal_number) {
+    if (forward_to != 0) kill(forward_to, signal_number);
+}
+
+static void forward_signals(pid_t target) {
+    forward_to = target;
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = forward_signal;
+    sigemptyset(&action.sa_mask);
+    const int signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+    for (size_t index = 0; index < sizeof(signals) / sizeof(signals[0]); index++) sigaction(signals[index], &action, NULL);
+}
+
+/* Waits for `pid` and exits as it did (128 + the signal for a signal). Children other than `pid` are
+ * reaped on the way (pid 1 of a namespace inherits the namespace's orphans). */
+static void exit_with(pid_t pid) {
+    for (;;) {
+        int status;
+        pid_t ended = waitpid(-1, &status, 0);
+        if (ended < 0) {
+            if (errno == EINTR) continue;
+            _exit(127);
+        }
+        if (ended != pid) continue;
+        if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+        if (WIFSIGNALED(status)) _exit(128 + WTERMSIG(status));
+    }
+}
+
+/* After unshare(CLONE_NEWPID): the calling process stays outside and supervises; its first child is pid 1
+ * of the new namespace and supervises the program, which it runs as pid 2. Returns only in pid 2, which
+ * then execs. Every step here is async-signal-safe (fork, sigaction, waitpid, kill, prctl, _exit). */
+static void supervise(const struct lc_spawn_request *r, int report_fd) {
+    pid_t init = fork();
+    if (init < 0) fail(report_fd, LC_SPAWN_FORK);
+    if (init > 0) {
+        /* Outside: pass signals to pid 1, exit as it does. The report pipe stays with the program. */
+        close(report_fd);
+        forward_signals(init);
+        exit_with(init);
+    }
+    /* pid 1: dies when the supervisor outside dies, however it dies, and the kernel then kills the rest.
+     * (Its parent is outside the namespace, so getppid() reads 0 here and cannot tell whether the
+     * supervisor died before this line; it is killed only by a signal, which it forwards, or by SIGKILL
+     * from whoever ends the run — in the moment between fork and prctl, that leaves pid 1 running until
+     * the program ends.) */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    pid_t program = fork();
+    if (program < 0) fail(report_fd, LC_SPAWN_FORK);
+    if (program > 0) {
+        close(report_fd);
+        forward_signals(-1);
+        exit_with(program);
+    }
+    /* pid 2: the program. Default signal dispositions again (the supervisors' handlers do not survive
+     * execve anyway, but a failing exec must not forward). */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
 }
 
 static void child(const struct lc_spawn_request *r, int report_fd) {
@@ -88,6 +156,10 @@ static void child(const struct lc_spawn_request *r, int report_fd) {
         }
     }
     if (r->working_directory && chdir(r->working_directory) < 0) fail(report_fd, LC_SPAWN_CHDIR);
+    if (r->own_pid_namespace) {
+        if (unshare(CLONE_NEWPID) < 0) fail(report_fd, LC_SPAWN_PID_NAMESPACE);
+        supervise(r, report_fd);
+    }
     execve(r->executable, r->argv, r->envp);
     fail(report_fd, LC_SPAWN_EXEC);
 }

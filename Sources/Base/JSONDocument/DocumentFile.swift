@@ -1,4 +1,5 @@
 import Glibc
+import LinkcondSystem
 
 /// Reading a document file (a profile, a scenario): only a regular file, and at most a given size, so
 /// that a wrong path fails at once instead of blocking on a FIFO or a device, or filling memory.
@@ -12,29 +13,34 @@ public enum DocumentFile {
     /// on the opened file (opened non-blocking), in case the path was replaced in between.
     public static func read(_ path: String, maximumSize: Int, expected: String) throws(DocumentError) -> [UInt8] {
         var info = stat()
-        guard stat(path, &info) == 0 else { throw unreadable(path) }
+        guard stat(path, &info) == 0 else { throw unreadable(path, .current) }
         try requireRegular(info, path: path, expected: expected)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else { throw unreadable(path) }
-        defer { close(fd) }
-        guard fstat(fd, &info) == 0 else { throw unreadable(path) }
-        try requireRegular(info, path: path, expected: expected)
-        var contents: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw unreadable(path)
+        let file: FileDescriptor
+        do throws(SystemError) {
+            file = try FileDescriptor.open(path, .readOnly, options: [.nonBlocking, .noControllingTerminal])
+        } catch {
+            throw unreadable(path, error.errno)
+        }
+        let contents = try file.closeAfter { () throws(DocumentError) -> [UInt8] in
+            let opened: stat
+            do throws(SystemError) {
+                opened = try file.status()
+            } catch {
+                throw unreadable(path, error.errno)
             }
-            if count == 0 { return contents }
-            contents.append(contentsOf: buffer[0..<count])
-            if contents.count > maximumSize {
-                let limit = maximumSize >= 1 << 20 ? "\(maximumSize >> 20) MiB" : "\(maximumSize) bytes"
-                throw DocumentError(
-                    .unreadable, file: path, problem: "the file is larger than \(limit)", expected: expected)
+            try requireRegular(opened, path: path, expected: expected)
+            do throws(SystemError) {
+                // One byte more than allowed tells a file that is over the limit.
+                return try file.readToEnd(maximumCount: min(maximumSize, Int.max - 1) + 1)
+            } catch {
+                throw unreadable(path, error.errno)
             }
         }
+        guard contents.count <= maximumSize else {
+            let limit = maximumSize >= 1 << 20 ? "\(maximumSize >> 20) MiB" : "\(maximumSize) bytes"
+            throw DocumentError(.unreadable, file: path, problem: "the file is larger than \(limit)", expected: expected)
+        }
+        return contents
     }
 
     /// What a file of mode `mode` is, in words: "a FIFO", "a directory", "a regular file"...
@@ -59,7 +65,7 @@ public enum DocumentFile {
     }
 
     /// A file that cannot be opened or read names no expectation: the system's reason says it all.
-    private static func unreadable(_ path: String) -> DocumentError {
-        DocumentError(.unreadable, file: path, problem: "cannot read the file: " + String(cString: strerror(errno)))
+    private static func unreadable(_ path: String, _ errno: Errno) -> DocumentError {
+        DocumentError(.unreadable, file: path, problem: "cannot read the file: \(errno)")
     }
 }

@@ -31,6 +31,13 @@ public enum JSONWriter {
         return output + "\""
     }
 
+    /// Input quoted for a message: ``quoted(_:)`` (so control characters and escape sequences are shown,
+    /// never sent to the terminal), cut after `limit` characters with `…` (a 60 MB line is not echoed).
+    public static func excerpt(_ input: String, limit: Int = 60) -> String {
+        guard input.count > limit else { return quoted(input) }
+        return quoted(String(input.prefix(limit))) + "…"
+    }
+
     private static func write(_ value: JSONValue, into output: inout String, indent: Int?, level: Int) {
         switch value {
         case .object(let members):

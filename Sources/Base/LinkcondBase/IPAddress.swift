@@ -1,4 +1,5 @@
 import Glibc
+import LinkcondSystem
 
 /// An address family: `AF_INET` or `AF_INET6`, as rtnetlink messages and sockets carry it.
 public struct AddressFamily: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
@@ -15,6 +16,9 @@ public struct AddressFamily: RawRepresentable, Hashable, Comparable, Sendable, C
 
     /// The `domain` argument of `socket(2)`.
     public var socketDomain: Int32 { Int32(rawValue) }
+
+    /// The family as the socket layer takes it (``SocketKind/tcp(_:)``, ``SocketKind/udp(_:)``).
+    public var domain: SocketDescriptor.Domain { SocketDescriptor.Domain(rawValue: socketDomain) }
 
     /// `ipv4`, `ipv6`, or `family N`.
     public var description: String {

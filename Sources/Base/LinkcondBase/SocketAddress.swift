@@ -1,8 +1,9 @@
 import Glibc
+import LinkcondSystem
 
 /// A socket address of either family (`sockaddr_in` or `sockaddr_in6` in a `sockaddr_storage`), for
 /// `bind`, `connect`, `sendto` and what `recvfrom`/`getsockname` return.
-public struct SocketAddress {
+public struct SocketAddress: SocketAddressConvertible {
     /// The address in the form the socket calls take.
     public private(set) var storage = sockaddr_storage()
     /// The length of the family's own struct (`sizeof(sockaddr_in)` or `sizeof(sockaddr_in6)`).
@@ -80,6 +81,17 @@ public struct SocketAddress {
         family == .inet ? "\(address):\(port)" : "[\(address)]:\(port)"
     }
 
+    /// ``text``, which errors of the socket calls name.
+    public var description: String { text }
+
+    public func withUnsafeSocketAddress<Result, Failure: Error>(
+        _ body: (UnsafePointer<sockaddr>, socklen_t) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try withUnsafeBytes(of: storage) { raw throws(Failure) in
+            try body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), length)
+        }
+    }
+
     /// Calls `body` with the address as the socket calls take it.
     public func withSockaddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> Result) rethrows -> Result {
         try withUnsafeBytes(of: storage) { raw in
@@ -87,13 +99,8 @@ public struct SocketAddress {
         }
     }
 
-    /// The local address a socket is bound to (`getsockname`); nil when it cannot be read.
-    public static func local(of fd: Int32) -> SocketAddress? {
-        var bound = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let result = withUnsafeMutablePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return result == 0 ? SocketAddress(storage: bound) : nil
+    /// The local address a socket is bound to (`getsockname`); nil when it cannot be read or is not IP.
+    public static func local(of socket: SocketDescriptor) -> SocketAddress? {
+        (try? socket.localAddress()).flatMap { SocketAddress(storage: $0.storage) }
     }
 }

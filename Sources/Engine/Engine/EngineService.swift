@@ -1,4 +1,6 @@
+import CCrashReport
 import EngineControl
+import JSONDocument
 import Foundation
 import Glibc
 import LinkEmulation
@@ -49,7 +51,8 @@ public final class EngineService: @unchecked Sendable {
         let plan: LinkPlan
         let runtime: EngineRuntime<DirectionEmulator>
         let relay: CarrierRelay
-        let profile = Mutex<String?>(nil)
+        /// The name of the profile in force (nil when clear) and the generation of the change that put it.
+        let held = Mutex<(profile: String?, generation: UInt64)>((nil, 0))
 
         init(plan: LinkPlan, runtime: EngineRuntime<DirectionEmulator>, relay: CarrierRelay) {
             self.plan = plan
@@ -60,6 +63,9 @@ public final class EngineService: @unchecked Sendable {
 
     private let configuration: Configuration
     private var links: [Forwarding] = []
+    /// One change at a time: requests are served concurrently, and reads (`show`) go on beside a change,
+    /// but two changes never interleave their swaps.
+    private let changes = Mutex<Void>(())
 
     private init(configuration: Configuration) {
         self.configuration = configuration
@@ -75,23 +81,22 @@ public final class EngineService: @unchecked Sendable {
         for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
+        // A thread that traps (an overflow, a failed check) takes the whole engine down: it says so in the
+        // log first, naming the thread, so `status` can tell why it is gone.
+        _ = lc_install_crash_report("linkcond engine: ")
 
         let service = EngineService(configuration: configuration)
         try service.start(log: log)
         defer { service.stop() }
-        let listener = try EngineControlSocket.listen(at: configuration.socketPath)
-        defer {
-            close(listener)
-            unlink(configuration.socketPath)
-        }
-        let acceptor = Thread { service.serve(listener) }
-        acceptor.name = "linkcond.engine.control"
-        acceptor.start()
+        let server = try EngineControlServer(
+            path: configuration.socketPath, handle: { request in service.handle(request) },
+            busy: { EngineResponse(error: "the engine is serving as many connections as it takes at once; try again", links: [], pid: getpid()) })
+        defer { server.stop() }
+        server.start()
         log("engine ready: \(service.links.map { "\($0.plan.link.rawValue) (\($0.plan.wire.clientSide) ↔ \($0.plan.wire.routerSide))" }.joined(separator: ", ")); control socket \(configuration.socketPath)")
         var received: Int32 = 0
         while sigwait(&signals, &received) != 0 {}
         log("engine stopping on signal \(received)")
-        shutdown(listener, Int32(SHUT_RDWR))
         return 0
     }
 
@@ -118,8 +123,8 @@ public final class EngineService: @unchecked Sendable {
         let router = try NamedNamespace(existing: configuration.routerNamespace)
         for plan in try plans() {
             try WirePreparation.prepare(plan.wire)
-            try WirePreparation.preparePeer(plan.clientPeer, in: client, mode: configuration.options.offloads)
-            try WirePreparation.preparePeer(plan.routerPeer, in: router, mode: configuration.options.offloads)
+            try WirePreparation.preparePeer(plan.clientPeer, in: client)
+            try WirePreparation.preparePeer(plan.routerPeer, in: router)
             let runtime = try EngineRuntime(
                 wire: plan.wire, options: configuration.options,
                 uplink: DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .uplink)),
@@ -139,84 +144,157 @@ public final class EngineService: @unchecked Sendable {
         }
     }
 
-    private func serve(_ listener: Int32) {
-        while true {
-            let connection = accept(listener, nil, nil)
-            if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
-            if connection < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                return  // the listener was shut down
-            }
-            EngineControlSocket.serve(connection: connection, path: configuration.socketPath) { request in handle(request) }
-            close(connection)
+    /// What a direction holds and has counted, read on its own thread in one visit.
+    private struct Reading: Sendable {
+        var conditions: LinkConditions
+        var options: DirectionOptions
+        var counters: DirectionCounters
+        var statistics: DirectionStatistics
+
+        init(_ emulator: DirectionEmulator, _ statistics: DirectionStatistics) {
+            conditions = emulator.conditions
+            options = emulator.options
+            counters = emulator.counters
+            self.statistics = statistics
+        }
+
+        var state: EngineDirectionState {
+            let lateness = statistics.lateness.count == 0 ? nil : EngineLateness(
+                count: statistics.lateness.count, median: statistics.lateness.quantile(0.5) ?? 0,
+                p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
+            return EngineDirectionState(
+                counters: counters, sendFailures: statistics.sendFailures, receiveOverruns: statistics.receiveOverruns, truncated: statistics.truncated,
+                oversized: statistics.oversized, lateness: lateness)
         }
     }
 
-    /// What a direction's model holds, read on its own thread.
-    private typealias ModelReading = (conditions: LinkConditions, dnsDelay: UInt64, targets: [TrafficTarget], counters: DirectionCounters)
+    /// A link's two directions as one visit read them: nil where the visit failed.
+    private typealias LinkReading = (uplink: Reading?, downlink: Reading?)
 
-    /// Carries out one request (on the control thread; the model changes on each direction's own thread).
-    /// An apply replaces each direction's model and reads it back in the same visit to that direction's
-    /// thread, so an apply costs two visits per direction (the model, the I/O statistics), not three: each
-    /// visit wakes a sleeping thread, and on a loaded machine each wake-up waits for a CPU.
-    func handle(_ request: EngineRequest) -> EngineResponse {
-        var error: String?
-        var readings: [Int: [LinkDirection: ModelReading]] = [:]
-        if request.operation == .apply {
-            guard let conditions = request.conditions else {
-                return EngineResponse(error: "an apply needs conditions", links: state(), pid: getpid())
+    /// Carries out one request (on its connection's thread; the models change on each direction's own
+    /// thread). Each link's two directions are visited at the same time, once per request: an apply swaps
+    /// each model and reads it back, with the I/O's counters, in that one visit (each visit wakes a sleeping
+    /// thread, and on a loaded machine each wake-up waits for a CPU).
+    ///
+    /// A change is put in force only while its deadline has not passed, checked on each direction's thread
+    /// right before the swap; a change that misses it changes nothing (a direction already swapped is put
+    /// back) and is answered with why. A request that cannot be read (the profile reader's refusal) changes
+    /// nothing and is answered with why.
+    func handle(_ received: Result<EngineRequest, DocumentError>) -> EngineResponse {
+        let request: EngineRequest
+        switch received {
+        case .success(let value): request = value
+        case .failure(let error): return EngineResponse(error: "the request was refused: \(error)", links: state(), pid: getpid())
+        }
+        // A read waits for a change under way (bounded by its deadline), so it never sees half of one.
+        guard request.operation != .show else { return changes.withLock { _ in EngineResponse(links: state(), pid: getpid()) } }
+        let wanted = request.links.map(Set.init) ?? Set(links.map(\.plan.link))
+        let missing = wanted.subtracting(links.map(\.plan.link))
+        if !missing.isEmpty {
+            return EngineResponse(
+                error: "this sandbox has no \(missing.map(\.rawValue).sorted().joined(separator: ", ")) link", links: state(), pid: getpid())
+        }
+        return changes.withLock { _ in
+            var readings: [Int: LinkReading] = [:]
+            let error = change(request, on: wanted, readings: &readings)
+            return EngineResponse(error: error, links: state(readings), pid: getpid())
+        }
+    }
+
+    /// Puts an apply or a clear in force on `wanted`, all of it or (past the deadline) none of it; returns
+    /// why not, or nil.
+    private func change(_ request: EngineRequest, on wanted: Set<EngineLink>, readings: inout [Int: LinkReading]) -> String? {
+        let profile = request.profile ?? Profile(name: "none")
+        let deadline = request.deadline ?? .max
+        // What each swapped direction held before, to put back if another one comes too late.
+        var swapped: [(forwarding: Forwarding, direction: Direction, before: Reading)] = []
+        var failure: String?
+        for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) && failure == nil {
+            let outcome = forwarding.runtime.performOnBoth { direction, emulator, statistics -> (before: Reading, after: Reading)? in
+                guard MonotonicClock.nanoseconds() <= deadline else { return nil }
+                let before = Reading(emulator, statistics)
+                let side = LinkDirection(direction)
+                emulator.replace(conditions: profile.conditions(side), options: DirectionOptions(profile: profile, direction: side, seed: emulator.options.seed))
+                return (before, Reading(emulator, statistics))
             }
-            let wanted = request.links.map(Set.init) ?? Set(links.map(\.plan.link))
-            let missing = wanted.subtracting(links.map(\.plan.link))
-            if !missing.isEmpty {
-                return EngineResponse(
-                    error: "this sandbox has no \(missing.map(\.rawValue).sorted().joined(separator: ", ")) link", links: state(), pid: getpid())
-            }
-            do {
-                for (index, forwarding) in links.enumerated() where wanted.contains(forwarding.plan.link) {
-                    for direction in LinkDirection.allCases {
-                        let held = conditions.conditions(direction)
-                        let options = conditions.options(direction)
-                        readings[index, default: [:]][direction] = try forwarding.runtime.perform(on: Direction(direction)) { emulator in
-                            emulator.replace(conditions: held, options: options)
-                            return (emulator.conditions, emulator.options.effectiveDNSDelay, emulator.options.targets, emulator.counters)
-                        }
-                    }
-                    forwarding.profile.withLock { $0 = conditions == .clear ? nil : conditions.profile }
+            for (direction, result) in [(Direction.uplink, outcome.uplink), (.downlink, outcome.downlink)] {
+                switch result {
+                case .success(let swap?):
+                    swapped.append((forwarding, direction, swap.before))
+                    if direction == .uplink { readings[index, default: (nil, nil)].uplink = swap.after } else { readings[index, default: (nil, nil)].downlink = swap.after }
+                case .success(nil):
+                    failure = failure ?? "the change came too late: its deadline passed before the \(forwarding.plan.link.rawValue) \(direction) could take it "
+                        + "(the engine was held up); nothing changed"
+                case .failure(let error):
+                    failure = failure ?? "\(error)"
                 }
-            } catch let failure {
-                error = "\(failure)"
             }
         }
-        return EngineResponse(error: error, links: state(readings), pid: getpid())
+        if let failure {
+            rollBack(swapped)
+            readings = [:]
+            return failure
+        }
+        for forwarding in links where wanted.contains(forwarding.plan.link) {
+            forwarding.held.withLock { $0 = (request.operation == .apply ? profile.name : nil, request.generation ?? $0.generation) }
+        }
+        return nil
     }
 
-    /// Every link's state; `readings` are models already read on this request (by link index), not read again.
-    private func state(_ readings: [Int: [LinkDirection: ModelReading]] = [:]) -> [EngineLinkState] {
-        links.enumerated().map { index, forwarding in
-            func direction(_ direction: LinkDirection) -> EngineDirectionState {
-                let model = readings[index]?[direction] ?? (try? forwarding.runtime.perform(on: Direction(direction)) { emulator in
-                    (emulator.conditions, emulator.options.effectiveDNSDelay, emulator.options.targets, emulator.counters)
-                })
-                let statistics = forwarding.runtime.statistics(of: Direction(direction))
-                let lateness = statistics.lateness.count == 0 ? nil : EngineLateness(
-                    count: statistics.lateness.count, median: statistics.lateness.quantile(0.5) ?? 0,
-                    p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
-                return EngineDirectionState(
-                    conditions: model?.conditions ?? .unconditioned, dnsDelay: model?.dnsDelay ?? 0, targets: model?.targets ?? [],
-                    counters: model?.counters ?? DirectionCounters(), sendFailures: statistics.sendFailures,
-                    receiveOverruns: statistics.receiveOverruns, lateness: lateness)
+    /// Puts back what each direction held before a change that could not be completed.
+    private func rollBack(_ swapped: [(forwarding: Forwarding, direction: Direction, before: Reading)]) {
+        for (forwarding, direction, before) in swapped.reversed() {
+            _ = try? forwarding.runtime.perform(on: direction) { emulator in
+                emulator.replace(conditions: before.conditions, options: before.options)
             }
+        }
+    }
+
+    /// Every link's state; `readings` are links already read on this request (by link index), not read again.
+    private func state(_ readings: [Int: LinkReading] = [:]) -> [EngineLinkState] {
+        links.enumerated().map { index, forwarding in
+            var reading = readings[index] ?? (nil, nil)
+            if reading.uplink == nil || reading.downlink == nil {
+                let visit = forwarding.runtime.performOnBoth { _, emulator, statistics in Reading(emulator, statistics) }
+                reading = (try? visit.uplink.get(), try? visit.downlink.get())
+            }
+            let empty = EngineDirectionState(counters: DirectionCounters())
+            let held = forwarding.held.withLock { $0 }
             return EngineLinkState(
                 link: forwarding.plan.link, clientSide: forwarding.plan.wire.clientSide, routerSide: forwarding.plan.wire.routerSide,
-                profile: forwarding.profile.withLock { $0 }, uplink: direction(.uplink), downlink: direction(.downlink))
+                profile: held.profile.map { Self.heldProfile(named: $0, uplink: reading.uplink, downlink: reading.downlink) },
+                generation: held.generation, uplink: reading.uplink?.state ?? empty, downlink: reading.downlink?.state ?? empty)
         }
+    }
+
+    /// The profile the models hold, read back from them (not from the request): each direction's conditions,
+    /// the uplink's DNS delay and the targets.
+    private static func heldProfile(named name: String, uplink: Reading?, downlink: Reading?) -> Profile {
+        var profile = Profile(name: name)
+        if let uplink {
+            profile.uplink = uplink.conditions
+            profile.uplink.trace = uplink.options.trace
+            profile.dnsDelay = uplink.options.dnsDelay
+            profile.targets = uplink.options.targets
+        }
+        if let downlink {
+            profile.downlink = downlink.conditions
+            profile.downlink.trace = downlink.options.trace
+        }
+        return profile
     }
 }
 
 extension Direction {
     /// The engine direction of a profile direction (the same words).
     init(_ direction: LinkDirection) {
+        self = direction == .uplink ? .uplink : .downlink
+    }
+}
+
+extension LinkDirection {
+    /// The profile direction of an engine direction (the same words).
+    init(_ direction: Direction) {
         self = direction == .uplink ? .uplink : .downlink
     }
 }

@@ -1,143 +1,165 @@
-import Foundation
 import Glibc
+import JSONDocument
+import LinkcondBase
+import LinkcondSystem
+import Profiles
 
 /// What went wrong talking to the engine: the socket, and what to do.
 public struct EngineControlError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Whether the engine may have received the request: false when it surely did not (no connection), so
+    /// nothing changed; true when the request was sent and no answer came (it may have been carried out
+    /// before the request's deadline).
+    public var requestMayHaveArrived: Bool
     /// The control socket's path.
     public var socket: String
     /// What failed, in words.
     public var detail: String
 
     /// An error on `socket`.
-    public init(socket: String, detail: String) {
+    public init(socket: String, detail: String, requestMayHaveArrived: Bool = false) {
         self.socket = socket
         self.detail = detail
+        self.requestMayHaveArrived = requestMayHaveArrived
     }
 
     public var description: String { "the engine's control socket \(socket): \(detail)" }
 }
 
 /// The engine's control socket: a Unix stream socket in the sandbox's store (`NAME.engine.sock`, mode 0600),
-/// one JSON request line in, one JSON response line out, per connection.
+/// one JSON request line in, one JSON response line out, per connection (``EngineMessageCodec``).
 public enum EngineControlSocket {
-    /// The most bytes one message may have (a profile with long delivery traces stays far below).
-    static let maximumMessage = 64 << 20
+    /// The most bytes one message may have (``EngineMessageCodec/maximumMessage``).
+    static let maximumMessage = EngineMessageCodec.maximumMessage
+    /// How much of a request's time is kept back for the answer to come home: the request's deadline is
+    /// this much earlier than the moment the client gives up, so nothing is put in force after a client
+    /// was told the request failed.
+    public static let answerMargin = 0.25
 
-    private static func address(_ path: String) throws(EngineControlError) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+    private static func address(_ path: String) throws(EngineControlError) -> UnixSocketAddress {
+        guard let address = UnixSocketAddress(path: path) else {
             throw EngineControlError(socket: path, detail: "the path is longer than a Unix socket path may be (107 bytes)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         return address
     }
 
-    /// Sends `request` to the engine listening at `path` and returns its answer. Waits at most `timeout`
-    /// seconds for it.
-    public static func send(_ request: EngineRequest, to path: String, timeout: Double = 10) throws(EngineControlError) -> EngineResponse {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw EngineControlError(socket: path, detail: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        setTimeout(fd, seconds: timeout)
-        var target = try address(path)
-        let connected = withUnsafePointer(to: &target) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    /// Sends `request` to the engine listening at `path` and returns its answer, waiting `timeout` seconds
+    /// at most in all. A change carries a deadline `timeout` − ``answerMargin`` from now, after which the
+    /// engine puts nothing in force, so a request this reports as failed never takes effect later. A
+    /// delivery trace the answer names by a path of `knownTraces` is taken from there rather than read
+    /// again (pass the traces of the profile sent).
+    public static func send(
+        _ request: EngineRequest, to path: String, timeout: Double = 5, knownTraces: [String: DeliveryTrace] = [:]
+    ) throws(EngineControlError) -> EngineResponse {
+        let started = MonotonicClock.nanoseconds()
+        let giveUp = started + UInt64(max(timeout, 0.1) * 1e9)
+        var request = request
+        if request.operation != .show && request.deadline == nil {
+            request.deadline = started + UInt64(max(timeout - answerMargin, 0.05) * 1e9)
         }
-        guard connected == 0 else {
-            let code = errno
-            let hint = code == ENOENT || code == ECONNREFUSED ? " (the engine is not running: see 'linkcond status')" : ""
-            throw EngineControlError(socket: path, detail: "connect: \(String(cString: strerror(code)))\(hint)")
-        }
-        // The client's side is written and read by hand (EngineMessagesJSON.swift), in the JSON the engine's
-        // Codable conformances read and write: Codable's first use in a fresh process costs more than the
-        // rest of a `linkcond apply`.
-        try write(Array((request.jsonText + "\n").utf8), to: fd, path: path)
-        let line = try readLine(fd, path: path)
+        let target = try address(path)
+        let owned: OwnedSocket
         do {
-            return try EngineResponse(jsonBytes: line)
+            owned = try OwnedSocket.open(.unixStream)
         } catch {
-            throw EngineControlError(socket: path, detail: "the engine's answer cannot be read: \(error)")
+            throw EngineControlError(socket: path, detail: "\(error)")
         }
-    }
-
-    static func setTimeout(_ fd: Int32, seconds: Double) {
-        var time = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    static func write(_ bytes: [UInt8], to fd: Int32, path: String) throws(EngineControlError) {
-        var sent = 0
-        while sent < bytes.count {
-            let result = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw EngineControlError(socket: path, detail: "send: \(String(cString: strerror(errno)))")
+        let fd = owned.socket
+        do {
+            try fd.setTimeout(seconds: timeout, send: true)
+            try fd.connect(to: target)
+        } catch {
+            let code = error.errno
+            let hint = code == .noSuchFileOrDirectory || code == .connectionRefused ? " (the engine is not running: see 'linkcond status')" : ""
+            throw EngineControlError(socket: path, detail: "\(error)\(hint)")
+        }
+        try write(Array((EngineMessageCodec.text(of: request) + "\n").utf8), to: fd, path: path)
+        let line: [UInt8]
+        do {
+            line = try readLine(fd, path: path, deadline: giveUp)
+        } catch {
+            var late = error
+            late.requestMayHaveArrived = true
+            if late.detail == timedOut {
+                late.detail = "no answer within \(formatSeconds(timeout)) s: the engine is stopped, hung or overloaded (see 'linkcond status')"
+                    + (request.operation == .show ? "" : "; it puts nothing of this request in force after its deadline")
             }
-            sent += result
+            throw late
+        }
+        do {
+            return try EngineMessageCodec.response(line, knownTraces: knownTraces)
+        } catch {
+            throw EngineControlError(socket: path, detail: "the engine's answer cannot be read: \(error)", requestMayHaveArrived: true)
         }
     }
 
-    /// Reads up to the first newline (without it).
-    static func readLine(_ fd: Int32, path: String) throws(EngineControlError) -> [UInt8] {
+    static let timedOut = "timed out"
+
+    private static func formatSeconds(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+
+    static func write(_ bytes: [UInt8], to fd: SocketDescriptor, path: String) throws(EngineControlError) {
+        let sent = bytes.withUnsafeBytes { buffer in
+            Result { () throws(SystemError) in try fd.sendAll(buffer, flags: Int32(MSG_NOSIGNAL)) }
+        }
+        if case let .failure(error) = sent { throw EngineControlError(socket: path, detail: "\(error)") }
+    }
+
+    /// Reads up to the first newline (without it), at most ``maximumMessage`` bytes, all of it by
+    /// `deadline` (`CLOCK_MONOTONIC` nanoseconds): however slowly the bytes come, the wait is bounded.
+    static func readLine(_ fd: SocketDescriptor, path: String, deadline: UInt64) throws(EngineControlError) -> [UInt8] {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                let what = code == EAGAIN || code == EWOULDBLOCK ? "no answer in time" : String(cString: strerror(code))
-                throw EngineControlError(socket: path, detail: "receive: \(what)")
+            let now = MonotonicClock.nanoseconds()
+            guard now < deadline else { throw EngineControlError(socket: path, detail: timedOut) }
+            let milliseconds = Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
+            let count: Int
+            do throws(SystemError) {
+                if try fd.fileDescriptor.poll(for: Int16(POLLIN), timeoutMilliseconds: milliseconds) == 0 { continue }
+                let received = buffer.withUnsafeMutableBytes { raw in
+                    Result { () throws(SystemError) in try fd.receive(into: raw, flags: Int32(MSG_DONTWAIT)) }
+                }
+                count = try received.get()
+            } catch where error.errno == .wouldBlock || error.errno == .resourceTemporarilyUnavailable {
+                continue
+            } catch {
+                throw EngineControlError(socket: path, detail: "\(error)")
             }
-            if count == 0 { throw EngineControlError(socket: path, detail: "the engine closed the connection without an answer") }
+            if count == 0 { throw EngineControlError(socket: path, detail: "the other end closed the connection without a whole message") }
             if let newline = buffer[0..<count].firstIndex(of: 0x0a) {
                 bytes += buffer[0..<newline]
                 return bytes
             }
             bytes += buffer[0..<count]
-            guard bytes.count <= maximumMessage else { throw EngineControlError(socket: path, detail: "a message longer than 64 MiB") }
+            guard bytes.count <= maximumMessage else {
+                throw EngineControlError(socket: path, detail: "a message longer than \(maximumMessage) bytes")
+            }
         }
+    }
+
+    /// Writes `response` and its newline on `fd`, giving up after 2 s (a client that reads nothing does
+    /// not hold the thread).
+    static func answer(_ response: EngineResponse, on fd: SocketDescriptor, path: String) {
+        try? fd.setTimeout(seconds: 2, send: true)
+        try? write(Array((EngineMessageCodec.text(of: response) + "\n").utf8), to: fd, path: path)
     }
 
     /// Listens at `path` (a stale socket file of an earlier engine there is replaced); mode 0600. Returns the
-    /// listening descriptor (close-on-exec).
-    public static func listen(at path: String) throws(EngineControlError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw EngineControlError(socket: path, detail: "socket: \(String(cString: strerror(errno)))") }
-        var local = try address(path)
+    /// listening socket (close-on-exec), owned by the caller.
+    static func listen(at path: String) throws(EngineControlError) -> SocketDescriptor {
+        let local = try address(path)
         var info = stat()
         if lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK { unlink(path) }
         let previous = umask(0o177)
-        let bound = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        umask(previous)
-        guard bound == 0, Glibc.listen(fd, 16) == 0 else {
-            let code = errno
-            close(fd)
-            throw EngineControlError(socket: path, detail: "bind/listen: \(String(cString: strerror(code)))")
-        }
-        return fd
-    }
-
-    /// Serves one connection: reads a request, answers with `handle`'s response.
-    public static func serve(connection fd: Int32, path: String, _ handle: (EngineRequest) -> EngineResponse) {
-        setTimeout(fd, seconds: 10)
-        let response: EngineResponse
+        defer { umask(previous) }
         do {
-            let line = try readLine(fd, path: path)
-            do {
-                response = handle(try JSONDecoder().decode(EngineRequest.self, from: Data(line)))
-            } catch {
-                response = EngineResponse(error: "the request cannot be read: \(error)", links: [], pid: getpid())
-            }
+            let owned = try OwnedSocket.open(.unixStream)
+            try owned.socket.bind(to: local)
+            try owned.socket.listen(backlog: 64)
+            return owned.release()
         } catch {
-            return
+            throw EngineControlError(socket: path, detail: "\(error)")
         }
-        guard let data = try? JSONEncoder().encode(response) else { return }
-        try? write(Array(data) + [0x0a], to: fd, path: path)
     }
 }

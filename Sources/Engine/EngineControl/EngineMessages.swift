@@ -2,80 +2,57 @@ import LinkEmulation
 import Profiles
 
 /// A client link of the sandbox, as the engine names it.
-public enum EngineLink: String, Sendable, Codable, CaseIterable {
+public enum EngineLink: String, Sendable, CaseIterable {
     /// `wl0` ↔ `c-wl0`, through `cl-wl0` and `rt-wl0` in the wire namespace.
     case wifi
     /// `ww0` ↔ `c-ww0`, through `cl-ww0` and `rt-ww0`.
     case cellular
 }
 
-/// What a sandbox's conditions are, as the engine takes and reports them: one profile's directions in the
-/// model's terms (nanoseconds, bits per second, fractions), its DNS delay and its targets.
-public struct EngineConditions: Sendable, Codable, Equatable {
-    /// The profile's name (for `show`).
-    public var profile: String
-    /// Frames from the device.
-    public var uplink: LinkConditions
-    /// Frames towards the device.
-    public var downlink: LinkConditions
-    /// Extra delay of DNS queries on the uplink, in nanoseconds.
-    public var dnsDelay: UInt64
-    /// The traffic the conditions apply to; empty for all of it.
-    public var targets: [TrafficTarget]
-
-    /// The conditions of `profile`.
-    public init(_ profile: Profile) {
-        self.profile = profile.name
-        uplink = profile.uplink
-        downlink = profile.downlink
-        dnsDelay = profile.dnsDelay
-        targets = profile.targets
-    }
-
-    /// No conditions.
-    public static let clear = EngineConditions(Profile(name: "none"))
-
-    /// The model's options for `direction` (seed left to the emulator, which keeps its own on a swap).
-    public func options(_ direction: LinkDirection) -> DirectionOptions {
-        DirectionOptions(
-            direction: direction, dnsDelay: direction == .uplink ? dnsDelay : 0, targets: targets,
-            trace: direction == .uplink ? uplink.trace : downlink.trace)
-    }
-
-    /// The conditions of `direction`.
-    public func conditions(_ direction: LinkDirection) -> LinkConditions {
-        direction == .uplink ? uplink : downlink
-    }
-}
-
-/// One request to the engine: a JSON object on one line of its control socket.
-public struct EngineRequest: Sendable, Codable, Equatable {
+/// One request to the engine: a JSON object on one line of its control socket (``EngineMessageCodec``).
+///
+/// The conditions travel as the profile's own document — the format of `profiles/*.json`, read on the
+/// engine's side by the same reader and validator as a profile file —, with a delivery trace named by the
+/// path it was read from, which the engine reads itself.
+public struct EngineRequest: Sendable, Equatable {
     /// What to do.
-    public enum Operation: String, Sendable, Codable {
-        /// Put ``EngineRequest/conditions`` in force on ``EngineRequest/links`` (atomically per direction;
+    public enum Operation: String, Sendable, CaseIterable {
+        /// Put ``EngineRequest/profile`` in force on ``EngineRequest/links`` (atomically per direction;
         /// frames already held keep their schedule), then report the state.
         case apply
+        /// Remove the conditions from ``EngineRequest/links``, then report the state.
+        case clear
         /// Report the state: the conditions held and the counters.
         case show
     }
 
     /// What to do.
     public var operation: Operation
-    /// The conditions to put in force (``Operation/apply``; ``EngineConditions/clear`` clears).
-    public var conditions: EngineConditions?
+    /// The profile to put in force (``Operation/apply`` only).
+    public var profile: Profile?
     /// The links to act on; nil for every link the engine forwards.
     public var links: [EngineLink]?
+    /// The number the client gives this change (apply, clear): the links it acts on report it from then on
+    /// (``EngineLinkState/generation``), so a client that lost the answer can tell whether it took effect.
+    public var generation: UInt64?
+    /// The latest moment (`CLOCK_MONOTONIC`, nanoseconds) the change may be put in force: the engine checks
+    /// it on each direction's own thread, right before the swap, and a change that comes too late changes
+    /// nothing (a direction swapped already is put back). ``EngineControlSocket/send(_:to:timeout:knownTraces:)``
+    /// sets it just before the moment it gives up waiting.
+    public var deadline: UInt64?
 
     /// A request.
-    public init(operation: Operation, conditions: EngineConditions? = nil, links: [EngineLink]? = nil) {
+    public init(operation: Operation, profile: Profile? = nil, links: [EngineLink]? = nil, generation: UInt64? = nil, deadline: UInt64? = nil) {
         self.operation = operation
-        self.conditions = conditions
+        self.profile = profile
         self.links = links
+        self.generation = generation
+        self.deadline = deadline
     }
 }
 
 /// How late held frames left, in nanoseconds after their due time.
-public struct EngineLateness: Sendable, Codable, Equatable {
+public struct EngineLateness: Sendable, Equatable {
     /// Frames measured.
     public var count: UInt64
     /// The median, the 99th percentile and the largest.
@@ -92,14 +69,9 @@ public struct EngineLateness: Sendable, Codable, Equatable {
     }
 }
 
-/// One direction of one link, as the engine holds it.
-public struct EngineDirectionState: Sendable, Codable, Equatable {
-    /// The conditions in force (read back from the model, not from the request).
-    public var conditions: LinkConditions
-    /// The DNS delay in force (uplink only), in nanoseconds.
-    public var dnsDelay: UInt64
-    /// The targets in force.
-    public var targets: [TrafficTarget]
+/// One direction of one link, as the engine's I/O and model count it. What the direction's conditions are
+/// is the link's ``EngineLinkState/profile``.
+public struct EngineDirectionState: Sendable, Equatable {
     /// The model's counters.
     public var counters: DirectionCounters
     /// Frames the kernel refused to send (the far end down), counted by the I/O.
@@ -107,33 +79,42 @@ public struct EngineDirectionState: Sendable, Codable, Equatable {
     /// Frames the kernel dropped before the engine read them (its receive ring was full), counted by the
     /// kernel. Not part of the model's counters: the model never saw them.
     public var receiveOverruns: UInt64
+    /// Frames longer than the engine's receive slots that could not be read whole either, dropped before
+    /// the model saw them.
+    public var truncated: UInt64
+    /// Frames too long for the sending end (longer than its MTU lets through), dropped after the model.
+    public var oversized: UInt64
     /// Departure lateness of held frames.
     public var lateness: EngineLateness?
 
     /// A direction's state.
     public init(
-        conditions: LinkConditions, dnsDelay: UInt64, targets: [TrafficTarget], counters: DirectionCounters, sendFailures: UInt64,
-        receiveOverruns: UInt64 = 0, lateness: EngineLateness?
+        counters: DirectionCounters, sendFailures: UInt64 = 0, receiveOverruns: UInt64 = 0, truncated: UInt64 = 0, oversized: UInt64 = 0,
+        lateness: EngineLateness? = nil
     ) {
-        self.conditions = conditions
-        self.dnsDelay = dnsDelay
-        self.targets = targets
         self.counters = counters
         self.sendFailures = sendFailures
         self.receiveOverruns = receiveOverruns
+        self.truncated = truncated
+        self.oversized = oversized
         self.lateness = lateness
     }
 }
 
 /// One link, as the engine holds it.
-public struct EngineLinkState: Sendable, Codable, Equatable {
+public struct EngineLinkState: Sendable, Equatable {
     /// Which link.
     public var link: EngineLink
     /// The wire end facing the client, and the one facing the router.
     public var clientSide: String
     public var routerSide: String
-    /// The profile in force, nil when clear.
-    public var profile: String?
+    /// The conditions in force, read back from the two directions' models — each direction's conditions,
+    /// the DNS delay and the targets the models hold, under the name of the profile they came from —;
+    /// nil when the link is clear.
+    public var profile: Profile?
+    /// The generation of the last change put in force on the link (``EngineRequest/generation``); 0 when
+    /// none has been since the engine started.
+    public var generation: UInt64
     /// Frames from the device.
     public var uplink: EngineDirectionState
     /// Frames towards the device.
@@ -141,13 +122,14 @@ public struct EngineLinkState: Sendable, Codable, Equatable {
 
     /// A link's state.
     public init(
-        link: EngineLink, clientSide: String, routerSide: String, profile: String?, uplink: EngineDirectionState,
+        link: EngineLink, clientSide: String, routerSide: String, profile: Profile?, generation: UInt64 = 0, uplink: EngineDirectionState,
         downlink: EngineDirectionState
     ) {
         self.link = link
         self.clientSide = clientSide
         self.routerSide = routerSide
         self.profile = profile
+        self.generation = generation
         self.uplink = uplink
         self.downlink = downlink
     }
@@ -159,8 +141,8 @@ public struct EngineLinkState: Sendable, Codable, Equatable {
 }
 
 /// The engine's answer: a JSON object on one line.
-public struct EngineResponse: Sendable, Codable, Equatable {
-    /// Nil when the request was carried out; otherwise what went wrong.
+public struct EngineResponse: Sendable, Equatable {
+    /// Nil when the request was carried out; otherwise what went wrong (nothing changed then).
     public var error: String?
     /// Every link's state after the request.
     public var links: [EngineLinkState]

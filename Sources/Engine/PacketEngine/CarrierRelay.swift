@@ -1,6 +1,5 @@
-import CMnl
 import Glibc
-import Netlink
+import NetNamespace
 import RouteNetlink
 import Synchronization
 
@@ -46,18 +45,18 @@ public final class CarrierRelay: Sendable {
     public init(wire: WireEnds) throws(PacketEngineError) {
         self.wire = wire
         let place = namespaceText(wire.namespace)
-        let (listener, requests) = try inNamespace(wire.namespace, "subscribe to link notifications in \(place)") {
-            (try NetlinkListener(groups: [UInt32(RTNLGRP_LINK.rawValue)]), try NetlinkSocket())
+        let operation = "subscribe to link notifications in \(place)"
+        let notifications: LinkNotifications
+        let links: RouteNetlinkClient
+        do {
+            var sockets = try NamedNamespace.openSockets([.routeNetlink, .routeNetlink], in: wire.namespace)
+            notifications = try LinkNotifications(adopting: sockets.take(0)!)
+            links = try RouteNetlinkClient(adopting: sockets.take(1)!, namespace: wire.namespace?.name)
+        } catch {
+            throw .wrapping(operation, error)
         }
-        let fd = listener.socket.fileDescriptor
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        // libmnl opens its sockets without SOCK_CLOEXEC.
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(requests.fileDescriptor, F_SETFD, FD_CLOEXEC)
-        let connection = NetlinkConnection(transport: requests)
         let loop = RelayLoop(
-            wire: wire, listener: listener, links: RouteNetlinkClient(connection: connection, namespace: wire.namespace?.name),
-            wake: try WakeSignal(place: "the carrier relay in \(place)"))
+            wire: wire, notifications: notifications, links: links, wake: try WakeSignal(place: "the carrier relay in \(place)"))
         state = Mutex(State(loop: loop))
     }
 
@@ -103,15 +102,15 @@ public final class CarrierRelay: Sendable {
 /// The relay's thread: wait for link notifications, then bring the ends in line with the rule.
 private final class RelayLoop: ThreadBody, @unchecked Sendable {
     let wire: WireEnds
-    let listener: NetlinkListener
+    let notifications: LinkNotifications
     let links: RouteNetlinkClient
     let wake: WakeSignal
     let statistics = Mutex(CarrierRelay.Statistics())
     private let stopRequested = Atomic<Bool>(false)
 
-    init(wire: WireEnds, listener: NetlinkListener, links: RouteNetlinkClient, wake: WakeSignal) {
+    init(wire: WireEnds, notifications: LinkNotifications, links: RouteNetlinkClient, wake: WakeSignal) {
         self.wire = wire
-        self.listener = listener
+        self.notifications = notifications
         self.links = links
         self.wake = wake
     }
@@ -132,7 +131,7 @@ private final class RelayLoop: ThreadBody, @unchecked Sendable {
     func runThread() {
         EngineThread.configureCurrent(name: "lc-carrier")
         var descriptors = [
-            pollfd(fd: listener.socket.fileDescriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: notifications.readinessDescriptor.rawValue, events: Int16(POLLIN), revents: 0),
             pollfd(fd: wake.fileDescriptor, events: Int16(POLLIN), revents: 0),
         ]
         apply()
@@ -142,23 +141,11 @@ private final class RelayLoop: ThreadBody, @unchecked Sendable {
             guard poll(&descriptors, 2, -1) > 0 else { continue }
             if descriptors[1].revents != 0 { wake.acknowledge() }
             guard descriptors[0].revents != 0 else { continue }
-            drain()
+            // Their content does not matter: the rule is applied to the state read afresh, so a lost
+            // notification (an overrun) loses nothing either.
+            _ = try? notifications.drain()
             statistics.withLock { $0.bursts += 1 }
             apply()
-        }
-    }
-
-    /// Reads every queued notification. Their content does not matter: the rule is applied to the state
-    /// read afresh, so a lost notification (`ENOBUFS`) loses nothing either.
-    private func drain() {
-        while true {
-            do {
-                _ = try listener.receive()
-            } catch where error.kind == .overrun {
-                continue
-            } catch {
-                return  // EAGAIN: the burst is over
-            }
         }
     }
 

@@ -39,62 +39,44 @@ public struct WireEnds: Sendable, Equatable {
 }
 
 /// Who cuts TCP super-frames into MTU-sized frames and completes checksums: the peers' kernels before the
-/// frames enter the wire, or the engine after it reads them.
+/// frames enter the wire, or the reader of the wire after it reads them. The engine forwards plain frames
+/// only (``disabled``); ``segmentInEngine`` prepares peers for a reader that reads super-frames with
+/// `PACKET_VNET_HDR` and cuts them itself, which linkcond-bench measures (its `Bench/EngineBenchIO`).
 public enum OffloadMode: Sendable, Equatable {
     /// The peers send plain frames (their offloads are off, see ``WirePreparation/preparePeer(_:in:mode:)``):
-    /// at most one MTU, checksums complete. The default, and the simplest.
+    /// at most one MTU, checksums complete. What the engine needs.
     case disabled
-    /// The peers keep TSO and checksum offload; the engine reads GSO super-frames and partial checksums
-    /// with `PACKET_VNET_HDR` and does what software GSO does — segments with complete checksums — before
-    /// the model sees them. Fewer frames cross from the sending peer into the wire, so it is faster; what
-    /// leaves the engine is the same as with ``disabled``.
+    /// The peers keep TSO and checksum offload; only the segmentation a reader cannot do itself (UDP,
+    /// tunnels, fraglists) is off. For linkcond-bench's segmenting reader, not for the engine.
     case segmentInEngine
-}
-
-/// How a direction reads frames off its wire end. Both wake the thread for every frame.
-public enum ReceiveMethod: Sendable, Equatable {
-    /// `recvmmsg` into the engine's own buffers, a batch per call.
-    case recvmmsg
-    /// A `TPACKET_V2` ring shared with the kernel (`PACKET_RX_RING`): no receive system call, frames sent on
-    /// from the ring's slots. The default: measured 10–30 % more TCP throughput than `recvmmsg` here.
-    case ring
 }
 
 /// Tuning of the engine's I/O. The defaults suit a wire at up to a few Gbit/s.
 public struct EngineOptions: Sendable, Equatable {
-    /// Frames read per `recvmmsg` and sent per `sendmmsg`.
+    /// Frames read per batch from the receive ring and sent per `sendmmsg`.
     public var batchSize: Int = 64
     /// How long before a departure a direction's thread stops sleeping and spins on the clock, in
     /// nanoseconds (0: never spin; the timerfd alone wakes it). Spinning trades CPU for punctuality.
     public var spin: UInt64 = 0
     /// Receive and send buffer of each packet socket, in bytes.
     public var socketBufferBytes: Int32 = 4 << 20
-    /// Who segments and completes checksums; the peers must be prepared for the same mode.
-    public var offloads: OffloadMode = .disabled
-    /// How frames are read.
-    public var receiveMethod: ReceiveMethod = .ring
     /// When set, both direction threads run `SCHED_FIFO` at this priority (1…99), so departures are not
     /// held up behind other work on a busy machine. The kernel's real-time throttling still leaves other
     /// tasks 5 % of each CPU. Needs `CAP_SYS_NICE`.
     public var realtimePriority: Int32?
 
     /// Options; every parameter defaults to the value documented on its property.
-    public init(
-        batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20, offloads: OffloadMode = .disabled,
-        realtimePriority: Int32? = nil, receiveMethod: ReceiveMethod = .ring
-    ) {
-        self.receiveMethod = receiveMethod
+    public init(batchSize: Int = 64, spin: UInt64 = 0, socketBufferBytes: Int32 = 4 << 20, realtimePriority: Int32? = nil) {
         self.batchSize = batchSize
         self.spin = spin
         self.socketBufferBytes = socketBufferBytes
-        self.offloads = offloads
         self.realtimePriority = realtimePriority
     }
 }
 
 /// What one direction did, counted by its own thread (read with ``EngineRuntime/statistics(of:)``).
 public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible {
-    /// Frames offered to the scheduler (with ``OffloadMode/segmentInEngine``: after segmentation), and their bytes.
+    /// Frames offered to the scheduler, and their bytes.
     public var received: UInt64 = 0
     public var receivedBytes: UInt64 = 0
     /// Verdicts of the scheduler: sent at once, held for later, dropped.
@@ -106,28 +88,33 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     /// Frames the kernel accepted on the sending end, and their bytes.
     public var sent: UInt64 = 0
     public var sentBytes: UInt64 = 0
-    /// Frames the kernel refused to send (`ENETDOWN` while the far end is down, `ENOBUFS`), and the last errno.
+    /// Frames the kernel refused to send for another reason than their length (`ENETDOWN` while the far end
+    /// is down, `ENOBUFS`), and the last errno.
     public var sendFailures: UInt64 = 0
     public var lastSendError: Int32 = 0
     /// Receive errors (`ENETDOWN` once per link-down of the receiving end), and the last errno.
     public var receiveErrors: UInt64 = 0
     public var lastReceiveError: Int32 = 0
-    /// Frames longer than a receive slot (offloads left on), dropped.
+    /// Frames longer than a receive slot that could not be read whole another way either (the socket's
+    /// queue was full; or GSO super-frames, with offloads left on), dropped.
     public var truncated: UInt64 = 0
+    /// Frames longer than a receive slot that crossed all the same, read whole from the socket (the MTU
+    /// grew past the ring's slots; the first such frame has the ring rebuilt).
+    public var copied: UInt64 = 0
+    /// Times the receive ring was rebuilt with larger slots (the MTU grew), and rebuilds that failed (the
+    /// long frames then keep crossing the slower way), with the last failure.
+    public var ringRebuilds: UInt64 = 0
+    public var rebuildFailures: UInt64 = 0
+    public var lastRebuildFailure: PacketEngineError?
     /// Frames the kernel dropped before the engine saw them, because the receive ring (or socket buffer)
     /// was full: the thread fell behind the arrivals (`PACKET_STATISTICS`' `tp_drops`, summed; read when
     /// the statistics are).
     public var receiveOverruns: UInt64 = 0
     /// Frames the kernel reported as outgoing (never expected with `PACKET_IGNORE_OUTGOING`), skipped.
     public var outgoingSkipped: UInt64 = 0
-    /// Held frames larger than a send slot, dropped.
+    /// Frames too long for the sending end, dropped: held frames longer than a send slot, and frames the
+    /// kernel refused with `EMSGSIZE` (longer than the sending end's MTU allows).
     public var oversized: UInt64 = 0
-    /// With ``OffloadMode/segmentInEngine``: super-frames cut, segments made from them, partial checksums
-    /// completed, and frames that could not be handled (an unsupported GSO type, inconsistent offsets), dropped.
-    public var superFrames: UInt64 = 0
-    public var segments: UInt64 = 0
-    public var checksumsCompleted: UInt64 = 0
-    public var unsupported: UInt64 = 0
     /// Times the thread slept in epoll.
     public var waits: UInt64 = 0
     /// CPU time the direction's thread has used, user and system, in nanoseconds (`getrusage(RUSAGE_THREAD)`,
@@ -144,9 +131,9 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         "received \(received) (\(receivedBytes) B), at once \(forwardedAtOnce), held \(held), dropped \(dropped), "
             + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
-            + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), receive overruns \(receiveOverruns), outgoing \(outgoingSkipped), "
-            + "oversized \(oversized), super-frames \(superFrames) → \(segments) segments, checksums completed \(checksumsCompleted), "
-            + "unsupported \(unsupported), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
+            + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), copied \(copied), ring rebuilds \(ringRebuilds) "
+            + "(failed \(rebuildFailures)\(lastRebuildFailure.map { ": \($0)" } ?? "")), receive overruns \(receiveOverruns), outgoing \(outgoingSkipped), "
+            + "oversized \(oversized), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
             + "lateness \(lateness.summary)"
     }
 }

@@ -14,10 +14,13 @@ import Synchronization
 ///
 /// The sockets are opened by `init` (so a missing interface fails there), the threads start with
 /// ``start()`` and end with ``stop()`` (or when the runtime is released), which also closes every
-/// descriptor. The scheduler type is a generic parameter: one concrete model type per runtime, no boxing.
-/// (The loop is not specialized across modules, so a call costs what one through an existential does —
-/// a few nanoseconds, measured by linkcond-bench, against about a microsecond of system calls per frame.)
-/// A model that must change its kind at run time keeps its parts behind one class of its own, or is
+/// descriptor. Each direction reads its end's `TPACKET_V2` ring, sends with `sendmmsg`, goes by
+/// `CLOCK_MONOTONIC` and sleeps in epoll on the ring's socket, a timerfd and an eventfd.
+///
+/// The scheduler type is a generic parameter: one concrete model type per runtime, no boxing. (The loop is
+/// not specialized across modules, so a call costs what one through an existential does — a few
+/// nanoseconds, measured by linkcond-bench, against about a microsecond of system calls per frame.) A
+/// model that must change its kind at run time keeps its parts behind one class of its own, or is
 /// replaced whole through ``perform(on:_:)``.
 public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
     private enum Phase {
@@ -30,14 +33,26 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
     public let wire: WireEnds
     /// The I/O options in force.
     public let options: EngineOptions
-    private let uplink: DirectionLoop<Scheduler>
-    private let downlink: DirectionLoop<Scheduler>
+    private let uplink: any DirectionControl<Scheduler>
+    private let downlink: any DirectionControl<Scheduler>
     private let phase = Mutex(Phase.ready)
 
     /// Opens the four packet sockets (a receiving and a sending one on each wire end) and prepares both
-    /// directions. Nothing is forwarded before ``start()``.
-    public init(
+    /// directions, each reading its end's receive ring. Nothing is forwarded before ``start()``.
+    public convenience init(
         wire: WireEnds, options: EngineOptions = EngineOptions(), uplink: sending Scheduler, downlink: sending Scheduler
+    ) throws(PacketEngineError) {
+        try self.init(wire: wire, options: options, uplink: uplink, downlink: downlink) { (socket, sizes) throws(PacketEngineError) in
+            try ReceiveRing(socket: socket, frameBytes: sizes.frameBytes, slots: 2048, batch: sizes.batchSize)
+        }
+    }
+
+    /// Opens the four packet sockets and prepares both directions, each reading from the source
+    /// `makeSource` builds on its receive socket (which the source then owns). For readers other than the
+    /// engine's ring (linkcond-bench's).
+    package init<Source: FrameSource>(
+        wire: WireEnds, options: EngineOptions, uplink: sending Scheduler, downlink: sending Scheduler,
+        source makeSource: (_ socket: PacketSocket, _ sizes: SourceSizes) throws(PacketEngineError) -> Source
     ) throws(PacketEngineError) {
         guard options.batchSize > 0, options.batchSize <= 1024 else {
             throw PacketEngineError(operation: "configure the engine", detail: "a batch holds 1 to 1024 frames, not \(options.batchSize)")
@@ -45,24 +60,51 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         self.wire = wire
         self.options = options
         let buffer = options.socketBufferBytes
-        let vnet = options.offloads == .segmentInEngine
-        let clientReceive = try PacketSocket.open(
-            interface: wire.clientSide, in: wire.namespace, role: .receive, vnetHeader: vnet, bufferBytes: buffer)
+        let clientReceive = try PacketSocket.open(interface: wire.clientSide, in: wire.namespace, role: .receive, bufferBytes: buffer)
         let clientSend = try PacketSocket.open(interface: wire.clientSide, in: wire.namespace, role: .send, bufferBytes: buffer)
-        let routerReceive = try PacketSocket.open(
-            interface: wire.routerSide, in: wire.namespace, role: .receive, vnetHeader: vnet, bufferBytes: buffer)
+        let routerReceive = try PacketSocket.open(interface: wire.routerSide, in: wire.namespace, role: .receive, bufferBytes: buffer)
         let routerSend = try PacketSocket.open(interface: wire.routerSide, in: wire.namespace, role: .send, bufferBytes: buffer)
-        self.uplink = try DirectionLoop(
-            direction: .uplink, scheduler: uplink, receiver: clientReceive, sender: routerSend, options: options)
-        self.downlink = try DirectionLoop(
-            direction: .downlink, scheduler: downlink, receiver: routerReceive, sender: clientSend, options: options)
+        self.uplink = try Self.direction(
+            .uplink, scheduler: uplink, receiver: clientReceive, sender: routerSend, options: options, makeSource: makeSource)
+        self.downlink = try Self.direction(
+            .downlink, scheduler: downlink, receiver: routerReceive, sender: clientSend, options: options, makeSource: makeSource)
     }
+
+    /// One direction's loop: `receiver`'s source, `sender`'s sink, the system clock, epoll.
+    private static func direction<Source: FrameSource>(
+        _ direction: Direction, scheduler: sending Scheduler, receiver: PacketSocket, sender: PacketSocket, options: EngineOptions,
+        makeSource: (PacketSocket, SourceSizes) throws(PacketEngineError) -> Source
+    ) throws(PacketEngineError) -> any DirectionControl<Scheduler> {
+        // Room for a full-MTU frame with a VLAN tag. A longer one (the MTU grew) is read whole from the
+        // socket and has the slots grown (DirectionLoop.adaptToMTU).
+        let frameBytes = Self.frameBytes(mtu: Int(max(receiver.mtu, sender.mtu)))
+        let place = "the \(direction) of \(receiver.place) to \(sender.interface)"
+        let waiter = try EpollWaiter(sourceDescriptor: receiver.fileDescriptor, place: place)
+        let source = try makeSource(receiver, SourceSizes(frameBytes: frameBytes, batchSize: options.batchSize))
+        return DirectionLoop(
+            direction: direction, scheduler: scheduler, source: source, sink: PacketSink(socket: sender),
+            batch: SendBatch(capacity: options.batchSize, slotSize: frameBytes), clock: SystemClock(), waiter: waiter, spin: options.spin)
+    }
+
+    /// The longest frame an MTU lets onto an Ethernet link: the MTU, an Ethernet header and a VLAN tag.
+    static func frameBytes(mtu: Int) -> Int { mtu + 14 + VLANTag.size }
 
     deinit {
         stop()
     }
 
-    private func loop(_ direction: Direction) -> DirectionLoop<Scheduler> {
+    /// Reads the wire ends' MTU again and, in each direction between two batches, gives the receive ring and
+    /// the send slots room for a full frame of it (a larger ring takes over without losing a frame). Each
+    /// direction does this by itself when a frame longer than its slots arrives; call it when the MTU was
+    /// raised (an rtnetlink link notification) to have the ring grown before the first such frame.
+    public func adaptToMTU() {
+        for direction in Direction.allCases {
+            let loop = self.loop(direction)
+            loop.mailbox.submit(DirectionJob<Scheduler> { loop, _ in loop.adaptToMTU() }, loop: loop)
+        }
+    }
+
+    private func loop(_ direction: Direction) -> any DirectionControl<Scheduler> {
         direction == .uplink ? uplink : downlink
     }
 
@@ -78,7 +120,7 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
                 throw PacketEngineError(operation: "start the engine on \(wire.clientSide)/\(wire.routerSide)", detail: "it was started before")
             }
             var threads: [pthread_t] = []
-            for loop in [uplink, downlink] {
+            for loop: any DirectionControl<Scheduler> in [uplink, downlink] {
                 loop.mailbox.open()
                 do throws(PacketEngineError) {
                     let thread: pthread_t
@@ -111,8 +153,8 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
             case .running(let threads):
                 Self.end([uplink, downlink], threads: threads)
             case .ready:
-                uplink.closeDescriptors()
-                downlink.closeDescriptors()
+                uplink.close()
+                downlink.close()
             case .stopped:
                 break
             }
@@ -120,10 +162,10 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         }
     }
 
-    private static func end(_ loops: [DirectionLoop<Scheduler>], threads: [pthread_t]) {
+    private static func end(_ loops: [any DirectionControl<Scheduler>], threads: [pthread_t]) {
         for loop in loops { loop.requestStop() }
         for thread in threads { pthread_join(thread, nil) }
-        for loop in loops { loop.closeDescriptors() }
+        for loop in loops { loop.close() }
     }
 
     /// Runs `body` with a direction's scheduler on that direction's own thread, between two batches, and
@@ -138,7 +180,7 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
             let job = DirectionJob<Scheduler> { loop, _ in
                 outcome.result = Result { try body(&loop.scheduler) }
             }
-            loop.mailbox.submit(job, loop: loop) { loop.wake.wake() }
+            loop.mailbox.submit(job, loop: loop)
             return try outcome.result!.get()
         }
     }
@@ -152,12 +194,47 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
             if onDirectionThread { loop.recordThreadCounters() }
             outcome.result = .success(loop.statistics)
         }
-        loop.mailbox.submit(job, loop: loop) { loop.wake.wake() }
+        loop.mailbox.submit(job, loop: loop)
         return (try? outcome.result?.get()) ?? DirectionStatistics()
+    }
+}
+
+extension EngineRuntime {
+    /// Runs `body` on both directions' threads at the same time — each with its own scheduler and its
+    /// statistics (its thread's counters copied in first) — and returns when both have run: one wake-up of
+    /// each thread, side by side, where a ``perform(on:_:)`` and a ``statistics(of:)`` per direction would
+    /// wake them four times in a row (on a loaded machine each wake-up waits for a CPU). Before ``start()``
+    /// and after ``stop()`` the bodies run on the calling thread. The body must not call back into the runtime.
+    public func performOnBoth<T: Sendable>(
+        _ body: @escaping @Sendable (_ direction: Direction, _ scheduler: inout Scheduler, _ statistics: DirectionStatistics) throws -> T
+    ) -> (uplink: Result<T, any Error>, downlink: Result<T, any Error>) {
+        let outcomes = [Outcome<T>(), Outcome<T>()]
+        var queued: [DirectionJob<Scheduler>] = []
+        for (index, direction) in [Direction.uplink, .downlink].enumerated() {
+            let loop = self.loop(direction)
+            let outcome = outcomes[index]
+            let job = DirectionJob<Scheduler> { loop, onDirectionThread in
+                if onDirectionThread { loop.recordThreadCounters() }
+                let statistics = loop.statistics
+                outcome.result = Result { try body(loop.direction, &loop.scheduler, statistics) }
+            }
+            if loop.mailbox.enqueue(job, loop: loop) { queued.append(job) }
+        }
+        for job in queued { job.wait() }
+        return (outcomes[0].result!, outcomes[1].result!)
     }
 }
 
 /// Where a job leaves its result for the thread that waits on it (the job's completion orders the accesses).
 private final class Outcome<T>: @unchecked Sendable {
     var result: Result<T, any Error>?
+}
+
+/// The sizes a direction's source is built for.
+package struct SourceSizes: Sendable {
+    /// The longest frame the direction forwards whole: the larger MTU of its two ends plus an Ethernet
+    /// header and a VLAN tag.
+    package var frameBytes: Int
+    /// Frames per batch (``EngineOptions/batchSize``).
+    package var batchSize: Int
 }

@@ -1,5 +1,6 @@
 import CPacket
 import Glibc
+import LinkcondSystem
 import NetNamespace
 
 /// The offload features of an interface, read and switched with the `SIOCETHTOOL` ioctl
@@ -109,21 +110,19 @@ struct FeatureTable {
     var active: FeatureBits
 }
 
-/// A datagram socket opened in a namespace, for interface ioctls there (it may be used from any thread).
+/// A datagram socket opened in a namespace, for interface ioctls there (it may be used from any thread);
+/// closed with the object.
 final class ControlSocket {
-    let fileDescriptor: Int32
+    private let socket: OwnedSocket
+    var fileDescriptor: Int32 { socket.socket.rawValue }
 
     init(namespace: NamedNamespace?, place: String) throws(PacketEngineError) {
-        fileDescriptor = try inNamespace(namespace, "open a control socket for \(place)") { () throws -> Int32 in
+        do {
             // AF_PACKET exists in every namespace (IPv4 and IPv6 may be switched off).
-            let fd = socket(AF_PACKET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw PacketEngineError.system("socket AF_PACKET for ethtool on \(place)") }
-            return fd
+            socket = try NamedNamespace.openSocket(.packetDatagram, in: namespace)
+        } catch {
+            throw .namespace("open a control socket for ethtool on \(place)", error)
         }
-    }
-
-    deinit {
-        close(fileDescriptor)
     }
 
     /// Names, changeable (`available`) and active features of `interface`.

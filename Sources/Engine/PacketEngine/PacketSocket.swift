@@ -10,45 +10,55 @@ import NetNamespace
 /// - Send sockets stay at protocol 0 — they never receive, so nothing piles up unread in them — and use
 ///   `PACKET_QDISC_BYPASS`: frames go straight to the driver, as the wire has no queue of its own.
 /// - Both are close-on-exec, and belong to the namespace they were opened in for their whole life.
-final class PacketSocket {
+///
+/// A direction's source owns its receive socket and its sink its send socket: each closes it.
+package final class PacketSocket {
     enum Role: Sendable {
         case receive
         case send
     }
 
-    /// The descriptor, owned (-1 once closed).
-    private(set) var fileDescriptor: Int32
+    /// The descriptor, owned (-1 once closed). Read for every send; written only by ``close()``, after the
+    /// direction's thread has ended (so no dynamic exclusivity checks).
+    @exclusivity(unchecked) package private(set) var fileDescriptor: Int32
     /// The interface's name and index in its namespace.
-    let interface: String
+    package let interface: String
     let interfaceIndex: Int32
     /// The interface's MTU when the socket was opened.
-    let mtu: Int32
+    package let mtu: Int32
     /// `cl-wl0 in lc-wire`, for messages.
-    let place: String
-    /// True when every frame carries a `struct virtio_net_hdr` in front of it (`PACKET_VNET_HDR`).
-    let vnetHeader: Bool
+    package let place: String
+    /// What ``reopen()`` opens again: the namespace, the role and the buffer size.
+    private let namespace: NamedNamespace?
+    private let role: Role
+    private let bufferBytes: Int32
 
-    private init(fileDescriptor: Int32, interface: String, interfaceIndex: Int32, mtu: Int32, place: String, vnetHeader: Bool) {
+    private init(
+        fileDescriptor: Int32, interface: String, interfaceIndex: Int32, mtu: Int32, place: String, namespace: NamedNamespace?, role: Role,
+        bufferBytes: Int32
+    ) {
         self.fileDescriptor = fileDescriptor
         self.interface = interface
         self.interfaceIndex = interfaceIndex
         self.mtu = mtu
         self.place = place
-        self.vnetHeader = vnetHeader
+        self.namespace = namespace
+        self.role = role
+        self.bufferBytes = bufferBytes
     }
 
     deinit {
         close()
     }
 
-    func close() {
+    package func close() {
         if fileDescriptor >= 0 { Glibc.close(fileDescriptor) }
         fileDescriptor = -1
     }
 
     /// Opens a socket for `role` on `interface` inside `namespace` (nil: the calling thread's namespace).
     static func open(
-        interface: String, in namespace: NamedNamespace?, role: Role, vnetHeader: Bool = false, bufferBytes: Int32 = 4 << 20
+        interface: String, in namespace: NamedNamespace?, role: Role, bufferBytes: Int32 = 4 << 20
     ) throws(PacketEngineError) -> PacketSocket {
         let place = "\(interface) in \(namespaceText(namespace))"
         return try inNamespace(namespace, "open a packet socket on \(place)") { () throws -> PacketSocket in
@@ -71,9 +81,6 @@ final class PacketSocket {
                         throw PacketEngineError.system("setsockopt SO_SNDTIMEO on \(place)")
                     }
                 }
-                if vnetHeader {
-                    try setOption(fd, SOL_PACKET, PACKET_VNET_HDR, 1, "setsockopt PACKET_VNET_HDR on \(place)")
-                }
                 var address = sockaddr_ll()
                 address.sll_family = UInt16(AF_PACKET)
                 address.sll_protocol = role == .receive ? UInt16(ETH_P_ALL).bigEndian : 0
@@ -88,8 +95,38 @@ final class PacketSocket {
                 Glibc.close(fd)
                 throw error
             }
-            return PacketSocket(fileDescriptor: fd, interface: interface, interfaceIndex: index, mtu: mtu, place: place, vnetHeader: vnetHeader)
+            return PacketSocket(
+                fileDescriptor: fd, interface: interface, interfaceIndex: index, mtu: mtu, place: place, namespace: namespace, role: role,
+                bufferBytes: bufferBytes)
         }
+    }
+
+    /// A second socket like this one: the same interface, namespace, role and buffer size (a receive ring
+    /// rebuilt larger reads it while this one is read to its end).
+    func reopen() throws(PacketEngineError) -> PacketSocket {
+        try Self.open(interface: interface, in: namespace, role: role, bufferBytes: bufferBytes)
+    }
+
+    /// The interface's MTU now (`SIOCGIFMTU`); 0 when it cannot be read (the interface is gone).
+    package func currentMTU() -> Int {
+        guard fileDescriptor >= 0 else { return 0 }
+        return Int(max(0, cpk_interface_mtu(fileDescriptor, interface)))
+    }
+
+    /// Takes the socket's pending error (`getsockopt SO_ERROR`, which clears it): `ENETDOWN` once when the
+    /// interface went down. 0 when there is none.
+    package func takeError() -> Int32 {
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fileDescriptor, SOL_SOCKET, SO_ERROR, &code, &length) == 0 ? code : 0
+    }
+
+    /// Frames the kernel dropped for want of room since the last call (`PACKET_STATISTICS`' `tp_drops`;
+    /// the kernel resets its counts on every read).
+    package func takeDrops() -> UInt64 {
+        var kernel = tpacket_stats()
+        var length = socklen_t(MemoryLayout<tpacket_stats>.size)
+        return getsockopt(fileDescriptor, SOL_PACKET, PACKET_STATISTICS, &kernel, &length) == 0 ? UInt64(kernel.tp_drops) : 0
     }
 
     /// The index of `interface` in the namespace `socket` belongs to (`SIOCGIFINDEX`).

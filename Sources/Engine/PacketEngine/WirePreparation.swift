@@ -1,6 +1,6 @@
 import Glibc
+import LinkcondSystem
 import NetNamespace
-import Netlink
 import RouteNetlink
 
 /// Readies the interfaces around the engine: the wire's two ends (no IPv6, up, offloads off) and the
@@ -57,18 +57,27 @@ public enum WirePreparation {
         let path = "/proc/sys/net/ipv6/conf/\(key)/disable_ipv6"
         try inNamespace(namespace, "sysctl -w net.ipv6.conf.\(key).disable_ipv6=1 in \(namespaceText(namespace))") { () throws in
             // /proc/sys/net resolves to the namespace of the thread that opens it.
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
-            if fd < 0 && errno == ENOENT && access("/proc/sys/net/ipv6", F_OK) != 0 { return }
-            guard fd >= 0 else { throw PacketEngineError.system("open \(path) in \(namespaceText(namespace))") }
-            defer { close(fd) }
-            guard write(fd, "1", 1) == 1 else { throw PacketEngineError.system("write \(path) in \(namespaceText(namespace))") }
+            let file: FileDescriptor
+            do throws(SystemError) {
+                file = try FileDescriptor.open(path, .writeOnly)
+            } catch {
+                if error.errno == .noSuchFileOrDirectory && access("/proc/sys/net/ipv6", F_OK) != 0 { return }
+                throw PacketEngineError(operation: "open \(path) in \(namespaceText(namespace))", errno: error.errno.rawValue)
+            }
+            do throws(SystemError) {
+                try file.closeAfter { () throws(SystemError) in try file.writeAll("1".utf8) }
+            } catch {
+                throw PacketEngineError(operation: "write \(path) in \(namespaceText(namespace))", errno: error.errno.rawValue)
+            }
         }
     }
 
     /// A typed rtnetlink client whose socket lives in `namespace`.
     static func linkClient(_ namespace: NamedNamespace?) throws(PacketEngineError) -> RouteNetlinkClient {
-        let socket = try inNamespace(namespace, "open a netlink socket in \(namespaceText(namespace))") { try NetlinkSocket() }
-        _ = fcntl(socket.fileDescriptor, F_SETFD, FD_CLOEXEC)  // libmnl opens it without SOCK_CLOEXEC
-        return RouteNetlinkClient(connection: NetlinkConnection(transport: socket), namespace: namespace?.name)
+        do {
+            return try RouteNetlinkClient(adopting: NamedNamespace.openSocket(.routeNetlink, in: namespace), namespace: namespace?.name)
+        } catch {
+            throw .wrapping("open a netlink socket in \(namespaceText(namespace))", error)
+        }
     }
 }

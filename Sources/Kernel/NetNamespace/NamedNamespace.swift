@@ -1,6 +1,6 @@
 import CMnl
 import Glibc
-import Netlink
+import LinkcondSystem
 
 /// A named network namespace, kept where iproute2 keeps them (`/run/netns/NAME`), so `ip netns exec NAME`
 /// and `ip -n NAME` work on it side by side with linkcond.
@@ -67,13 +67,12 @@ public struct NamedNamespace: Sendable, Hashable {
         try prepareRunDirectory()
         let namespace = NamedNamespace(unchecked: name)
         let path = namespace.path
-        let fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0)
-        if fd < 0 {
-            let code = errno
-            if code == EEXIST { throw .alreadyExists(name: name) }
-            throw .system(operation: "create \(path)", errno: code)
+        do {
+            try FileDescriptor.open(path, .readOnly, options: [.create, .exclusiveCreate], permissions: 0).close()
+        } catch {
+            if error.errno == .fileExists { throw .alreadyExists(name: name) }
+            throw .system(operation: "create \(path)", errno: error.errno.rawValue)
         }
-        close(fd)
         do {
             try NamespaceThread.runInNewNamespace { () throws in
                 if mount("/proc/thread-self/ns/net", path, "none", UInt(MS_BIND), nil) != 0 {
@@ -139,15 +138,18 @@ public struct NamedNamespace: Sendable, Hashable {
         }
         let path = "\(etcPath)/\(file)"
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .system(operation: "create \(temporary)", errno: errno) }
-        let bytes = Array(contents.utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            let code = errno
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate])
+        } catch {
+            throw .system(operation: "create \(temporary)", errno: error.errno.rawValue)
+        }
+        do throws(SystemError) {
+            try file.closeAfter { () throws(SystemError) in try file.writeAll(contents.utf8) }
+            _ = try systemCall("rename \(temporary)") { rename(temporary, path) }
+        } catch {
             unlink(temporary)
-            throw .system(operation: "write \(path)", errno: code)
+            throw .system(operation: "write \(path)", errno: error.errno.rawValue)
         }
     }
 
@@ -170,27 +172,6 @@ public struct NamedNamespace: Sendable, Hashable {
         try NamespaceThread.run(inNamespaceAt: path, body)
     }
 
-    /// Opens a `NETLINK_ROUTE` connection bound to this namespace (usable from any thread afterwards).
-    public func openNetlinkConnection() throws(NamespaceError) -> NetlinkConnection {
-        do {
-            return try run { try NetlinkConnection() }
-        } catch let error as NetlinkError {
-            throw .netlink(error)
-        } catch let error as NamespaceError {
-            throw error
-        } catch {
-            throw .system(operation: "open a netlink socket in \(name)", errno: EIO)
-        }
-    }
-
-    /// Opens a `NETLINK_ROUTE` connection in each of `namespaces`, all from one thread (see
-    /// ``NamespaceThread/run(inEachNamespaceAt:_:failed:)``); nil where it could not be opened.
-    public static func openNetlinkConnections(_ namespaces: [NamedNamespace]) -> [NetlinkConnection?] {
-        var connections = [NetlinkConnection?](repeating: nil, count: namespaces.count)
-        try? NamespaceThread.run(inEachNamespaceAt: namespaces.map(\.path), { connections[$0] = try NetlinkConnection() }, failed: { _, _ in })
-        return connections
-    }
-
     /// Writes a sysctl of this namespace, e.g. `net/ipv4/ip_forward` = `1`.
     /// Equivalent to `ip netns exec NAME sysctl -w net.ipv4.ip_forward=1`.
     public func setSysctl(_ key: String, _ value: String) throws(NamespaceError) {
@@ -198,12 +179,17 @@ public struct NamedNamespace: Sendable, Hashable {
         do {
             try run { () throws in
                 // /proc/sys/net resolves to the namespace of the thread that opens it.
-                let fd = open(path, O_WRONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw NamespaceError.system(operation: "open \(path) in \(name)", errno: errno) }
-                defer { close(fd) }
-                let bytes = Array(value.utf8)
-                let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                guard written == bytes.count else { throw NamespaceError.system(operation: "write \(path) in \(name)", errno: errno) }
+                let file: FileDescriptor
+                do throws(SystemError) {
+                    file = try FileDescriptor.open(path, .writeOnly)
+                } catch {
+                    throw NamespaceError.system(operation: "open \(path) in \(name)", errno: error.errno.rawValue)
+                }
+                do throws(SystemError) {
+                    try file.closeAfter { () throws(SystemError) in try file.writeAll(value.utf8) }
+                } catch {
+                    throw NamespaceError.system(operation: "write \(path) in \(name)", errno: error.errno.rawValue)
+                }
             }
         } catch let error as NamespaceError {
             throw error

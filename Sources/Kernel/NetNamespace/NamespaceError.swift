@@ -15,6 +15,8 @@ public enum NamespaceError: Error, Sendable, Equatable, CustomStringConvertible 
     case netlink(NetlinkError)
     /// A program to run could not be found.
     case executableNotFound(String)
+    /// The program could not be executed (`execve` failed: not found, not executable, a bad format).
+    case cannotExecute(program: String, errno: Int32)
 
     public var description: String {
         switch self {
@@ -28,6 +30,7 @@ public enum NamespaceError: Error, Sendable, Equatable, CustomStringConvertible 
             return "'\(name)' is not a usable namespace name (1 to 64 characters: letters, digits, '-', '_', '.')"
         case let .netlink(error): return error.description
         case let .executableNotFound(name): return "\(name): command not found"
+        case let .cannotExecute(program, code): return "\(program): \(String(cString: strerror(code)))"
         }
     }
 }

@@ -1,5 +1,6 @@
 import CSpawn
 import Glibc
+import LinkcondSystem
 
 /// Where a spawned process stands among process groups and sessions.
 public enum ProcessGrouping: Sendable {
@@ -30,12 +31,11 @@ public struct SpawnedProcess: Sendable {
     /// Waits for the process to end and returns its exit code; a process killed by signal N gives
     /// 128 + N, as shells report it.
     public func wait() throws(NamespaceError) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            if errno == EINTR { continue }
-            throw .system(operation: "wait for process \(pid)", errno: errno)
+        do {
+            return Self.exitCode(try waitForChild(pid).status)
+        } catch {
+            throw .system(operation: error.operation, errno: error.errno.rawValue)
         }
-        return Self.exitCode(status)
     }
 
     /// Sends `signal` to the process, and to its whole group when it leads one.
@@ -48,23 +48,20 @@ public struct SpawnedProcess: Sendable {
     @discardableResult
     public func terminate(grace: Double = 2) -> Int32 {
         send(signal: SIGTERM)
-        var status: Int32 = 0
         let deadline = grace * 1000
         var waited = 0.0
         while waited < deadline {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid {
+            guard let result = try? waitForChild(pid, options: WNOHANG) else { return -1 }
+            if result.pid == pid {
                 // The leader is gone; its group may still have members (an app started through `sh -c`).
                 if leadsGroup { kill(-pid, SIGKILL) }
-                return Self.exitCode(status)
+                return Self.exitCode(result.status)
             }
-            if result < 0 && errno != EINTR { return -1 }
             usleep(20_000)
             waited += 20
         }
         send(signal: SIGKILL)
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return Self.exitCode(status)
+        return Self.exitCode((try? waitForChild(pid))?.status ?? 0)
     }
 
     static func exitCode(_ status: Int32) -> Int32 {
@@ -91,7 +88,7 @@ extension NamedNamespace {
     public func spawn(
         _ program: String, arguments: [String] = [], environment: [String: String]? = nil,
         standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil,
-        grouping: ProcessGrouping = .inherit
+        grouping: ProcessGrouping = .inherit, ownPIDNamespace: Bool = false
     ) throws(NamespaceError) -> SpawnedProcess {
         let executable = try Self.resolveExecutable(program, environment: environment)
         var binds: [(source: String, target: String)] = []
@@ -133,11 +130,13 @@ extension NamedNamespace {
                     request.new_session = grouping == .newSession ? 1 : 0
                     request.new_process_group = grouping == .newGroup ? 1 : 0
                     request.working_directory = nil
+                    request.own_pid_namespace = ownPIDNamespace ? 1 : 0
                     return lc_spawn(&request, &pid, &step)
                 }
             }
         }
         if code != 0 {
+            if UInt32(step) == LC_SPAWN_EXEC.rawValue { throw .cannotExecute(program: program, errno: code) }
             throw .system(operation: "run \(program) in \(name) (\(Self.describe(step: step)))", errno: code)
         }
         return SpawnedProcess(pid: pid, leadsGroup: grouping != .inherit)
@@ -156,6 +155,7 @@ extension NamedNamespace {
         case LC_SPAWN_CHDIR.rawValue: "change directory"
         case LC_SPAWN_PROCESS_GROUP.rawValue: "start a process group"
         case LC_SPAWN_CLOSE_FDS.rawValue: "close inherited descriptors"
+        case LC_SPAWN_PID_NAMESPACE.rawValue: "make a PID namespace of its own"
         default: "execute"
         }
     }

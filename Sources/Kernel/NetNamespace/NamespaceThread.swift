@@ -1,5 +1,6 @@
 import CMnl
 import Glibc
+import LinkcondSystem
 
 /// Runs code inside a network namespace on a thread of its own.
 ///
@@ -12,17 +13,7 @@ public enum NamespaceThread {
     /// and returns its result. Blocks the caller until the thread ends.
     public static func run<T>(inNamespaceAt path: String, _ body: () throws -> T) throws -> T {
         try runOnFreshThread {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            if fd < 0 {
-                let code = errno
-                throw code == ENOENT
-                    ? NamespaceError.notFound(name: String(path.split(separator: "/").last ?? Substring(path)))
-                    : NamespaceError.system(operation: "open \(path)", errno: code)
-            }
-            defer { close(fd) }
-            if cmnl_setns(fd, cmnl_clone_newnet()) != 0 {
-                throw NamespaceError.system(operation: "setns \(path)", errno: errno)
-            }
+            try join(path)
             return try body()
         }
     }
@@ -38,26 +29,29 @@ public enum NamespaceThread {
     ) throws {
         try runOnFreshThread {
             for index in paths.indices {
-                let path = paths[index]
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
-                if fd < 0 {
-                    let code = errno
-                    failed(index, code == ENOENT
-                        ? NamespaceError.notFound(name: String(path.split(separator: "/").last ?? Substring(path)))
-                        : NamespaceError.system(operation: "open \(path)", errno: code))
-                    continue
-                }
-                defer { close(fd) }
-                if cmnl_setns(fd, cmnl_clone_newnet()) != 0 {
-                    failed(index, NamespaceError.system(operation: "setns \(path)", errno: errno))
-                    continue
-                }
                 do {
+                    try join(paths[index])
                     try body(index)
                 } catch {
                     failed(index, error)
                 }
             }
+        }
+    }
+
+    /// Moves the calling thread into the namespace at `path` (`setns(2)` on the namespace file).
+    private static func join(_ path: String) throws(NamespaceError) {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, .readOnly)
+        } catch {
+            throw error.errno == .noSuchFileOrDirectory
+                ? .notFound(name: String(path.split(separator: "/").last ?? Substring(path)))
+                : .system(operation: error.operation, errno: error.errno.rawValue)
+        }
+        defer { try? file.close() }
+        if cmnl_setns(file.rawValue, cmnl_clone_newnet()) != 0 {
+            throw .system(operation: "setns \(path)", errno: errno)
         }
     }
 

@@ -1,5 +1,6 @@
 import CMnl
 import Glibc
+import LinkcondSystem
 import Synchronization
 
 /// One request of a batch sent with ``NetlinkConnection/send(_:)``: a message, what answers it, and the
@@ -96,6 +97,12 @@ public final class NetlinkConnection: Sendable {
     /// namespace. Equivalent to the socket every `ip`/`tc` command opens (`rtnl_open`).
     public convenience init() throws(NetlinkError) {
         self.init(transport: try NetlinkSocket())
+    }
+
+    /// A connection over `socket`, a `NETLINK_ROUTE` socket opened where the connection is to work (see
+    /// `NetNamespace`'s socket factory).
+    public convenience init(adopting socket: consuming OwnedSocket) throws(NetlinkError) {
+        self.init(transport: try NetlinkSocket(adopting: socket))
     }
 
     /// What this connection has sent so far.

@@ -1,4 +1,5 @@
 import CMnl
+import LinkcondSystem
 
 /// A socket joined to multicast groups, for following kernel notifications. Equivalent to the socket
 /// `ip monitor` listens on.
@@ -11,6 +12,13 @@ public final class NetlinkListener: Sendable {
     public init(groups: [UInt32]) throws(NetlinkError) {
         socket = try NetlinkSocket(receiveBufferBytes: 4 << 20)
         for group in groups { try socket.join(group: group) }
+    }
+
+    /// Takes over `socket` — a `NETLINK_ROUTE` socket opened where the notifications are to come from
+    /// (see `NetNamespace`) — and joins `groups`.
+    public init(adopting socket: consuming OwnedSocket, groups: [UInt32]) throws(NetlinkError) {
+        self.socket = try NetlinkSocket(adopting: socket, receiveBufferBytes: 4 << 20)
+        for group in groups { try self.socket.join(group: group) }
     }
 
     /// Waits for the next datagram of notifications and decodes it. Throws kind `.overrun` when the kernel

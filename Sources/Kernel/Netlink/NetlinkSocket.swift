@@ -1,5 +1,6 @@
 import CMnl
 import Glibc
+import LinkcondSystem
 import Synchronization
 
 /// How a ``NetlinkConnection`` moves bytes: a real libmnl socket, or a fake in tests (so the framing,
@@ -25,8 +26,9 @@ extension NetlinkTransport {
 
 /// A libmnl netlink socket, owned: opened on init, closed on deinit.
 ///
-/// - The socket is close-on-exec (`mnl_socket_open2(…, SOCK_CLOEXEC)`), so processes linkcond starts
-///   (the sandbox server, `linkcond exec`) never inherit it.
+/// - The socket is close-on-exec (opened by `LinkcondSystem` with `SOCK_CLOEXEC`, then handed to libmnl
+///   with `mnl_socket_fdopen`), so processes linkcond starts (the sandbox server, `linkcond exec`) never
+///   inherit it.
 /// - The port id is chosen by the kernel (`MNL_SOCKET_AUTOPID`), never the process id, so several sockets
 ///   can coexist in one process.
 /// - Extended acks (`NETLINK_EXT_ACK`) and capped acks (`NETLINK_CAP_ACK`) are on, so refusals carry the
@@ -34,8 +36,8 @@ extension NetlinkTransport {
 /// - Datagrams are read into a 64 KiB buffer — dumps can be larger than a page — and the socket's receive
 ///   buffer is raised so that bursts of events are not lost.
 ///
-/// A socket belongs to the network namespace of the thread that opened it, for its whole life; see
-/// `NetNamespace` for opening one inside a namespace. There is no `ip`/`tc` equivalent: every `ip` and
+/// A socket belongs to the network namespace of the thread that opened it, for its whole life; open one
+/// inside a namespace with `NetNamespace`'s socket factory and adopt it (``init(adopting:receiveBufferBytes:)``). There is no `ip`/`tc` equivalent: every `ip` and
 /// `tc` command opens one of these (`rtnl_open`).
 public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
     // @unchecked: `handle` is set once and every libmnl call on it is a system call on its descriptor,
@@ -55,11 +57,26 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
     /// The receive buffer size used for each datagram.
     public static let datagramCapacity = 65_536
 
-    /// Opens and binds a close-on-exec socket of `family` (default `NETLINK_ROUTE`), joined to no
-    /// multicast group, with a kernel receive buffer of `receiveBufferBytes`.
-    public init(family: Int32 = NETLINK_ROUTE, receiveBufferBytes: Int32 = 1 << 20) throws(NetlinkError) {
-        guard let handle = mnl_socket_open2(family, Int32(SOCK_CLOEXEC.rawValue)) else {
-            throw NetlinkError(kind: .system, operation: "open netlink socket", errno: Glibc.errno)
+    /// Opens and binds a close-on-exec socket of `family` (default `NETLINK_ROUTE`) in the calling thread's
+    /// namespace, joined to no multicast group, with a kernel receive buffer of `receiveBufferBytes`.
+    public convenience init(family: Int32 = NETLINK_ROUTE, receiveBufferBytes: Int32 = 1 << 20) throws(NetlinkError) {
+        let socket: OwnedSocket
+        do {
+            socket = try OwnedSocket.open(.netlink(bus: family))
+        } catch {
+            throw NetlinkError(kind: .system, operation: "open netlink socket", errno: error.errno.rawValue)
+        }
+        try self.init(adopting: socket, receiveBufferBytes: receiveBufferBytes)
+    }
+
+    /// Takes over `socket` — an `AF_NETLINK` socket, opened where it is to work (see `NetNamespace`) — and
+    /// binds it with a port id the kernel picks, with a kernel receive buffer of `receiveBufferBytes`.
+    public init(adopting socket: consuming OwnedSocket, receiveBufferBytes: Int32 = 1 << 20) throws(NetlinkError) {
+        let descriptor = socket.release()
+        guard let handle = mnl_socket_fdopen(descriptor.rawValue) else {
+            let code = Glibc.errno
+            try? descriptor.close()
+            throw NetlinkError(kind: .system, operation: "open netlink socket", errno: code)
         }
         self.handle = handle
         if mnl_socket_bind(handle, 0, pid_t(MNL_SOCKET_AUTOPID)) < 0 {
@@ -73,8 +90,7 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
         // Both are best effort: kernels older than 4.12 lack EXT_ACK; errors then carry only errno.
         _ = mnl_socket_setsockopt(handle, NETLINK_EXT_ACK, &one, socklen_t(MemoryLayout<Int32>.size))
         _ = mnl_socket_setsockopt(handle, NETLINK_CAP_ACK, &one, socklen_t(MemoryLayout<Int32>.size))
-        var size = receiveBufferBytes
-        _ = setsockopt(fileDescriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        try? descriptor.setOption(.receiveBuffer, receiveBufferBytes)
     }
 
     deinit {
@@ -84,8 +100,11 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
     /// The socket's file descriptor (for poll/select; owned by this object).
     public var fileDescriptor: Int32 { mnl_socket_get_fd(handle) }
 
+    /// The socket, typed (owned by this object: never close it).
+    public var socket: SocketDescriptor { SocketDescriptor(rawValue: fileDescriptor) }
+
     /// True when the descriptor has `FD_CLOEXEC` set (it always should).
-    public var isCloseOnExec: Bool { fcntl(fileDescriptor, F_GETFD) & FD_CLOEXEC != 0 }
+    public var isCloseOnExec: Bool { (try? socket.fileDescriptor.isCloseOnExec()) ?? false }
 
     /// Joins a multicast group, e.g. `RTNLGRP_LINK` (`NETLINK_ADD_MEMBERSHIP`); what `ip monitor` does.
     public func join(group: UInt32) throws(NetlinkError) {
@@ -97,21 +116,15 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
 
     /// Sets how long ``receive()`` may block before failing with `EAGAIN` (`SO_RCVTIMEO`); nil blocks forever.
     public func setReceiveTimeout(seconds: Double?) {
-        var value = timeval()
-        if let seconds {
-            value.tv_sec = Int(seconds)
-            value.tv_usec = Int((seconds - Double(Int(seconds))) * 1_000_000)
-        }
-        _ = setsockopt(fileDescriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        try? socket.setTimeout(seconds: seconds)
     }
 
     /// Sends one datagram to the kernel (`mnl_socket_sendto`), retrying on `EINTR`.
     public func send(_ bytes: [UInt8]) throws(NetlinkError) {
-        while true {
-            let sent = bytes.withUnsafeBytes { mnl_socket_sendto(handle, $0.baseAddress, $0.count) }
-            if sent >= 0 { return }
-            if Glibc.errno == EINTR { continue }
-            throw NetlinkError(kind: .system, operation: "send netlink request", errno: Glibc.errno)
+        do throws(Errno) {
+            _ = try retryOnInterrupt { bytes.withUnsafeBytes { mnl_socket_sendto(handle, $0.baseAddress, $0.count) } }
+        } catch {
+            throw NetlinkError(kind: .system, operation: "send netlink request", errno: error.rawValue)
         }
     }
 
@@ -127,24 +140,19 @@ public final class NetlinkSocket: NetlinkTransport, @unchecked Sendable {
     /// stays locked during the call, so concurrent receivers still get whole datagrams each.
     public func receiveInPlace(_ body: (UnsafeRawBufferPointer) throws(NetlinkError) -> Void) throws(NetlinkError) {
         try receiveBuffer.withLock { (buffer: inout ReceiveBuffer) throws(NetlinkError) -> Void in
-            while true {
-                let received = mnl_socket_recvfrom(handle, buffer.storage.baseAddress, buffer.storage.count)
-                if received >= 0 {
-                    return try body(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<received]))
-                }
-                let code = Glibc.errno
-                switch code {
-                case EINTR: continue
-                case ENOBUFS:
-                    throw NetlinkError(kind: .overrun, operation: "receive netlink messages", errno: code)
-                case ENOSPC:
-                    throw NetlinkError(
-                        kind: .malformed, operation: "receive netlink messages", errno: code,
-                        detail: "a datagram was larger than \(Self.datagramCapacity) bytes and was truncated")
-                default:
-                    throw NetlinkError(kind: .system, operation: "receive netlink messages", errno: code)
-                }
+            let received: Int
+            do throws(Errno) {
+                received = try retryOnInterrupt { mnl_socket_recvfrom(handle, buffer.storage.baseAddress, buffer.storage.count) }
+            } catch .noBufferSpace {
+                throw NetlinkError(kind: .overrun, operation: "receive netlink messages", errno: ENOBUFS)
+            } catch .noSpace {
+                throw NetlinkError(
+                    kind: .malformed, operation: "receive netlink messages", errno: ENOSPC,
+                    detail: "a datagram was larger than \(Self.datagramCapacity) bytes and was truncated")
+            } catch {
+                throw NetlinkError(kind: .system, operation: "receive netlink messages", errno: error.rawValue)
             }
+            try body(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<received]))
         }
     }
 }

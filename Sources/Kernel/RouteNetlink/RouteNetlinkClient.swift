@@ -1,6 +1,7 @@
 import CMnl
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import Netlink
 import Synchronization
 
@@ -52,6 +53,18 @@ public final class RouteNetlinkClient: Sendable {
         let connection: NetlinkConnection
         do {
             connection = try connections.connection(namespace: namespace)
+        } catch {
+            throw .netlink(error)
+        }
+        self.init(connection: connection, namespace: namespace, interfaceIndexes: interfaceIndexes)
+    }
+
+    /// A client over `socket`, a `NETLINK_ROUTE` socket opened in `namespace` (nil: the host's own) by
+    /// `NetNamespace`'s socket factory.
+    public convenience init(adopting socket: consuming OwnedSocket, namespace: String?, interfaceIndexes: [String: Int32] = [:]) throws(RouteNetlinkError) {
+        let connection: NetlinkConnection
+        do {
+            connection = try NetlinkConnection(adopting: socket)
         } catch {
             throw .netlink(error)
         }

@@ -46,114 +46,54 @@ public struct ApplyReport: Sendable, Codable, Equatable {
     }
 }
 
-/// What one site holds, read back from where the conditions live (the kernel's qdiscs, or the engine).
-public struct InstalledSite: Sendable, Codable, Equatable {
-    /// One stage of the site: a qdisc (netem, prio) or one of the engine's classes (`main`, `dns`).
-    public struct Entry: Sendable, Codable, Equatable {
-        /// `netem`, `prio`, `engine`.
-        public var kind: String
-        /// The qdisc's handle, or the engine class's name.
-        public var handle: String
-        /// The qdisc's parent, or `-` for the engine.
-        public var parent: String
-        /// The conditions in profile terms (netem's words, whichever backend).
-        public var conditions: NetemDescription?
-        /// Frames sent on.
-        public var sentPackets: UInt64
-        /// Bytes sent on.
-        public var sentBytes: UInt64
-        /// Frames dropped (lost and queue-dropped together, as netem counts them).
-        public var dropped: UInt64
-        /// Frames the shaper held back (netem's overlimits); 0 for the engine.
-        public var overlimits: UInt64
-        /// Bytes waiting now.
-        public var backlogBytes: UInt64
-        /// Frames waiting now.
-        public var backlogPackets: UInt64
-        /// The engine's own counters, which netem does not keep apart; nil for qdiscs.
-        public var engine: EngineCounters?
-
-        /// An entry with its counters.
-        public init(
-            kind: String, handle: String, parent: String, conditions: NetemDescription?, sentPackets: UInt64, sentBytes: UInt64,
-            dropped: UInt64, overlimits: UInt64, backlogBytes: UInt64, backlogPackets: UInt64, engine: EngineCounters? = nil
-        ) {
-            self.kind = kind
-            self.handle = handle
-            self.parent = parent
-            self.conditions = conditions
-            self.sentPackets = sentPackets
-            self.sentBytes = sentBytes
-            self.dropped = dropped
-            self.overlimits = overlimits
-            self.backlogBytes = backlogBytes
-            self.backlogPackets = backlogPackets
-            self.engine = engine
-        }
-    }
-
-    /// Counters the userspace engine keeps per direction beyond netem's.
-    public struct EngineCounters: Sendable, Codable, Equatable {
-        /// Frames the loss model dropped.
-        public var lost: UInt64
-        /// Frames tail-dropped by a full queue.
-        public var queueDropped: UInt64
-        /// Extra copies sent.
-        public var duplicated: UInt64
-        /// Frames with a flipped bit.
-        public var corrupted: UInt64
-        /// Frames sent ahead of earlier ones.
-        public var reordered: UInt64
-        /// Frames marked ECN Congestion Experienced instead of dropped.
-        public var ecnMarked: UInt64
-        /// Frames the kernel dropped before the engine read them (its receive ring was full: the engine
-        /// fell behind the arrivals). Zero on a link the engine keeps up with.
-        public var receiveOverruns: UInt64
-        /// Frames the kernel refused to send on (the far end was down).
-        public var sendFailures: UInt64
-
-        /// The engine's extra counters.
-        public init(
-            lost: UInt64, queueDropped: UInt64, duplicated: UInt64, corrupted: UInt64, reordered: UInt64, ecnMarked: UInt64,
-            receiveOverruns: UInt64 = 0, sendFailures: UInt64 = 0
-        ) {
-            self.lost = lost
-            self.queueDropped = queueDropped
-            self.duplicated = duplicated
-            self.corrupted = corrupted
-            self.reordered = reordered
-            self.ecnMarked = ecnMarked
-            self.receiveOverruns = receiveOverruns
-            self.sendFailures = sendFailures
-        }
-    }
-
-    /// The site.
-    public var site: ConditionSite
-    /// Its stages, in order.
-    public var qdiscs: [Entry]
-
-    /// What `site` holds.
-    public init(site: ConditionSite, qdiscs: [Entry]) {
-        self.site = site
-        self.qdiscs = qdiscs
-    }
-}
-
 /// Puts profiles on a sandbox's wire and reads them back. Both backends — netem through netlink and the
 /// userspace engine — implement it, and nothing above this layer knows which one runs.
+///
+/// Each operation works within a ``SandboxTransaction``: the command's lock and state, taken and read once
+/// (apply and clear need one that holds the lock). The forms without a transaction open their own.
 public protocol ConditioningBackend: Sendable {
     /// Which backend this is.
     var kind: BackendKind { get }
+    /// The sandbox whose conditions it holds.
+    var sandbox: Sandbox { get }
 
     /// Puts `profile` on the sites of `links` (nil: every client link): installs the first time, replaces
     /// atomically afterwards (never a moment without conditions), reads back what is held and compares it
-    /// with what was sent — a mismatch is an error. The profile must have been validated (reading does that).
-    func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?) throws(SandboxError) -> ApplyReport
+    /// with what was sent — a mismatch is an error —, and records it in the transaction's state. The profile
+    /// must have been validated (reading does that).
+    func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> ApplyReport
 
     /// Removes the conditions from the sites of `links` (nil: every link); returns the sites that had any.
-    func clear(links: Set<Sandbox.ClientLink>?) throws(SandboxError) -> [ConditionSite]
+    func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite]
 
     /// What every site holds now, in profile terms, with counters.
-    func installed() throws(SandboxError) -> [InstalledSite]
+    func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite]
+
+    /// Whether each link of `pending` (a change the state journalled and never confirmed) holds it now:
+    /// true when the link holds what the change puts on it, false when it still holds what the state
+    /// recorded before the change, nil when neither (part of the change, or something else).
+    func outcome(of pending: SandboxState.PendingChange, in transaction: SandboxTransaction) throws(SandboxError) -> [String: Bool?]
+}
+
+extension ConditioningBackend {
+    /// ``apply(_:links:in:)`` in a transaction of its own (the sandbox's lock for the while).
+    @discardableResult
+    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
+        let transaction = try sandbox.transaction(for: "apply \(profile.name)")
+        defer { transaction.end() }
+        return try apply(profile, links: links, in: transaction)
+    }
+
+    /// ``clear(links:in:)`` in a transaction of its own.
+    @discardableResult
+    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
+        let transaction = try sandbox.transaction(for: "clear")
+        defer { transaction.end() }
+        return try clear(links: links, in: transaction)
+    }
+
+    /// ``installed(in:)`` with the state read now (no lock: it only looks).
+    public func installed() throws(SandboxError) -> [InstalledSite] {
+        try installed(in: sandbox.look())
+    }
 }

@@ -36,19 +36,8 @@ public struct LinkMeasurement: Sendable {
     private var family: AddressFamily { clientAddress.family }
 
     private func socket(in namespace: NamedNamespace, address: IPAddress) throws(SandboxError) -> (DatagramSocket, UInt16) {
-        do {
-            return try namespace.run {
-                let socket = try DatagramSocket(family: family)
-                let port = try socket.bind(address: address)
-                return (socket, port)
-            }
-        } catch let error as SandboxError {
-            throw error
-        } catch let error as NamespaceError {
-            throw .namespace(error)
-        } catch {
-            throw .namespace(.system(operation: "open a measurement socket", errno: EIO))
-        }
+        let socket = try DatagramSocket(family: family, in: namespace)
+        return (socket, try socket.bind(address: address))
     }
 
     /// Round trips: what `ping` would show, over UDP.

@@ -1,24 +1,22 @@
 import Glibc
 import NetNamespace
-import Netlink
 import RouteNetlink
 
 extension KernelDoctor {
     /// True when the running kernel has netem. Asked in a brand-new, unnamed network namespace that goes
-    /// away with the thread that made it: `tc qdisc replace dev lo root netem` without options there. A
+    /// away with the socket that asks: `tc qdisc replace dev lo root netem` without options there. A
     /// kernel with netem refuses the empty request in netem's own words; one without answers ENOENT
     /// ("Specified qdisc kind is unknown"). Nothing outside that namespace is touched.
     public static func hasNetem() -> Bool {
-        let answer = try? NamespaceThread.runInNewNamespace { () -> Bool in
-            let client = RouteNetlinkClient(connection: try NetlinkConnection(), namespace: nil)
-            do {
-                try client.replaceQdisc(on: "lo", handle: TrafficControlHandle(major: 1, minor: 0), kind: "netem")
-                return true
-            } catch let error as RouteNetlinkError {
-                return error.errno != ENOENT
-            }
+        guard let socket = try? NamedNamespace.openSocketInNewNamespace(.routeNetlink),
+            let client = try? RouteNetlinkClient(adopting: socket, namespace: nil)
+        else { return false }
+        do {
+            try client.replaceQdisc(on: "lo", handle: TrafficControlHandle(major: 1, minor: 0), kind: "netem")
+            return true
+        } catch {
+            return error.errno != ENOENT
         }
-        return answer ?? false
     }
 }
 
@@ -26,13 +24,7 @@ extension KernelDoctor {
     /// True when the kernel gives raw packet sockets (`socket(AF_PACKET, SOCK_RAW, 0)`), which the userspace
     /// engine forwards frames with. Asked in a brand-new, unnamed namespace, like ``hasNetem()``.
     public static func hasPacketSockets() -> Bool {
-        let answer = try? NamespaceThread.runInNewNamespace { () -> Bool in
-            let fd = socket(AF_PACKET, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { return false }
-            close(fd)
-            return true
-        }
-        return answer ?? false
+        (try? NamedNamespace.openSocketInNewNamespace(.packet)) != nil
     }
 
     /// Which backend each choice gets on this kernel, or why it cannot work.

@@ -42,19 +42,18 @@ public struct SandboxConditioning: Sendable {
         }
     }
 
-    /// The backend the sandbox was built for, from its state file.
-    public func recordedBackend() throws(SandboxError) -> BackendKind {
-        guard let state = try sandbox.store.load(sandbox.topology.name), state.complete else { throw .notUp(name: sandbox.topology.name) }
-        return Self.kind(of: state)
+    /// The backend the sandbox was built for, from its state (read now, or the transaction's).
+    public func recordedBackend(in transaction: SandboxTransaction? = nil) throws(SandboxError) -> BackendKind {
+        Self.kind(of: try (transaction ?? sandbox.look()).upState())
     }
 
     static func kind(of state: SandboxState) -> BackendKind {
         state.backend.flatMap(BackendKind.init(rawValue:)) ?? (state.wire ? .userspace : .netem)
     }
 
-    /// The backend that holds the sandbox's conditions.
-    public func backend() throws(SandboxError) -> any ConditioningBackend {
-        try backend(try recordedBackend())
+    /// The backend that holds the sandbox's conditions (from its state: read now, or the transaction's).
+    public func backend(in transaction: SandboxTransaction? = nil) throws(SandboxError) -> any ConditioningBackend {
+        try backend(try recordedBackend(in: transaction))
     }
 
     private func backend(_ kind: BackendKind) throws(SandboxError) -> any ConditioningBackend {
@@ -64,8 +63,18 @@ public struct SandboxConditioning: Sendable {
         }
     }
 
+    /// How closely ``prepare(_:cellular:server:in:verify:isCancelled:progress:)`` looks at a sandbox that is up.
+    public enum Verification: Sendable {
+        /// Every link, address and default route read back from the kernel, and the processes (`up`).
+        case full
+        /// The namespaces and the processes only (`apply`, a run): a link deleted from outside shows in
+        /// `status` and is put right by `up`, and a change of conditions fails on it with the kernel's word.
+        case quick
+    }
+
     /// Brings the sandbox up for `choice` unless it is up and healthy with a backend that fits the choice.
-    /// Returns the backend and what `up` did (nil when the sandbox was up already and left alone).
+    /// Returns the backend and what `up` did (nil when the sandbox was up already and left alone). Takes the
+    /// sandbox's lock for the while.
     ///
     /// A sandbox that is up with the other backend than an explicit choice is refused, not rebuilt: it may
     /// be in use (`linkcond down` it first).
@@ -73,17 +82,44 @@ public struct SandboxConditioning: Sendable {
         _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, isCancelled: @Sendable () -> Bool = { false },
         progress: (String) -> Void = { _ in }
     ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
-        let lock = try sandbox.lock(for: "up", progress: progress)
-        defer { lock.release() }
-        if case let .state(state) = sandbox.store.record(sandbox.topology.name), sandbox.isHealthy(state) {
+        let transaction = try sandbox.transaction(for: "up", progress: progress)
+        defer { transaction.end() }
+        return try prepare(choice, cellular: cellular, server: server, in: transaction, isCancelled: isCancelled, progress: progress)
+    }
+
+    /// ``prepare(_:cellular:server:isCancelled:progress:)`` within `transaction`, which holds the lock, looking
+    /// at a sandbox that is up as closely as `verify` says.
+    ///
+    /// A sandbox whose namespaces and links are whole but one of whose processes died gets that process
+    /// started again, alone (``Sandbox/UpOutcome/repaired``): the namespaces, and the user's processes in
+    /// them, stay. A stopped process is refused with what to do. Anything else broken is rebuilt.
+    public func prepare(
+        _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, in transaction: SandboxTransaction,
+        verify: Verification = .full, isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
+    ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
+        if case let .state(state) = transaction.record, state.complete {
+            let structural = verify == .full ? sandbox.structuralProblems(state) : sandbox.missingNamespaces(state)
+            let processes = sandbox.processProblems(state)
             let kind = Self.kind(of: state)
-            if cellular && !state.cellular {
-                throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' has no cellular link (ww0); bring it up with 'linkcond up --cellular\(SandboxError.nameOption(sandbox.topology.name))' after 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))'")
+            if structural.isEmpty && processes.isEmpty {
+                if cellular && !state.cellular {
+                    throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' has no cellular link (ww0); bring it up with 'linkcond up --cellular\(SandboxError.nameOption(sandbox.topology.name))' after 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))'")
+                }
+                if choice != .auto && choice.rawValue != kind.rawValue {
+                    throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' is up with the \(kind.rawValue) backend, not \(choice.rawValue); remove it with 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' first")
+                }
+                return (try backend(kind), nil)
             }
-            if choice != .auto && choice.rawValue != kind.rawValue {
-                throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' is up with the \(kind.rawValue) backend, not \(choice.rawValue); remove it with 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' first")
+            if structural.isEmpty && (choice == .auto || choice.rawValue == kind.rawValue) && (!cellular || state.cellular) {
+                // Whole but for a process: restart that one, never the namespaces (the user's processes live in them).
+                if let stopped = state.processes.first(where: \.isStopped) {
+                    throw .process(
+                        role: stopped.role.rawValue,
+                        detail: "pid \(stopped.pid) is stopped (SIGSTOP or a debugger): 'kill -CONT \(stopped.pid)' resumes it, 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' removes the sandbox")
+                }
+                try repair(state, server: server, in: transaction, progress: progress)
+                return (try backend(kind), .repaired)
             }
-            return (try backend(kind), nil)
         }
         let kind = try Self.resolve(choice)
         var engine: Sandbox.ProcessLaunch?
@@ -95,8 +131,36 @@ public struct SandboxConditioning: Sendable {
         }
         let outcome = try sandbox.up(
             Sandbox.Configuration(cellular: cellular, wire: kind == .userspace, backend: kind.rawValue, server: server, engine: engine),
-            isCancelled: isCancelled, progress: progress)
+            in: transaction, isCancelled: isCancelled, progress: progress)
         return (try backend(kind), outcome)
+    }
+}
+
+extension SandboxConditioning {
+    /// Starts again the processes of a whole sandbox that died (the engine, the server), and puts back on
+    /// a restarted engine the conditions the state records for each link.
+    func repair(
+        _ state: SandboxState, server: Sandbox.ServerLaunch, in transaction: SandboxTransaction, progress: (String) -> Void
+    ) throws(SandboxError) {
+        for process in state.processes where !process.isRunning {
+            let launch: Sandbox.ProcessLaunch
+            switch process.role {
+            case .engine:
+                guard let engineLaunch else {
+                    throw .unsupported(detail: "the engine of sandbox '\(sandbox.topology.name)' died and the linkcond executable that runs it is not found: set LINKCOND_EXECUTABLE")
+                }
+                launch = engineLaunch
+            case .server:
+                guard case let .process(executable, arguments) = server else { continue }
+                launch = Sandbox.ProcessLaunch(executable: executable, arguments: arguments)
+            }
+            progress("the \(process.role.rawValue) (pid \(process.pid)) of sandbox '\(sandbox.topology.name)' is not running: starting it again")
+            try sandbox.restart(process.role, launch, in: transaction, progress: progress)
+            if process.role == .engine {
+                let engine = EngineBackend(sandbox: sandbox)
+                try engine.restore(try transaction.upState().conditions, in: transaction)
+            }
+        }
     }
 }
 

@@ -106,12 +106,11 @@ public final class PathMonitor: Sendable {
         let groups: [RouteNetlinkGroup] = [.link, .ipv4Address, .ipv6Address, .ipv4Route, .ipv6Route]
         let namespace = self.namespace
         do {
-            let open = { () throws -> (NetlinkListener, NetlinkConnection) in
-                (try NetlinkListener(groups: groups), try NetlinkConnection())
-            }
-            let (listener, connection) = try namespace.map { try $0.run(open) } ?? open()
-            let flags = fcntl(listener.socket.fileDescriptor, F_GETFL)
-            _ = fcntl(listener.socket.fileDescriptor, F_SETFL, flags | O_NONBLOCK)
+            // Both sockets from one thread in the namespace.
+            var sockets = try NamedNamespace.openSockets([.routeNetlink, .routeNetlink], in: namespace)
+            let listener = try NetlinkListener(adopting: sockets.take(0)!, groups: groups.map(\.rawValue))
+            let connection = try NetlinkConnection(adopting: sockets.take(1)!)
+            try? listener.socket.socket.fileDescriptor.setNonBlocking()
             let client = RouteNetlinkClient(connection: connection, namespace: namespace?.name)
             return (listener, NetworkTablesReader(client: client, namespace: namespace))
         } catch let error as NamespaceError {

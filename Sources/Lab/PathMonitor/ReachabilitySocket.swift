@@ -1,105 +1,99 @@
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import RouteNetlink
 
 /// A non-blocking, close-on-exec socket owned by one probe; closed when the value goes away.
 ///
-/// Sockets are created inside the prober's namespace (``open(_:in:)`` runs only `socket(2)` there, on
-/// `NamedNamespace.run`'s thread) and used afterwards from the prober's own thread: a socket stays in the
-/// namespace it was created in.
+/// Sockets are opened inside the prober's namespace by the socket factory (only `socket(2)` runs there)
+/// and used afterwards from the prober's own thread: a socket stays in the namespace it was created in.
 final class ProbeSocket {
-    let fd: Int32
+    private let owned: OwnedSocket
+    private var socket: SocketDescriptor { owned.socket }
+    /// The descriptor, for poll.
+    var fd: Int32 { owned.socket.rawValue }
 
-    private init(fd: Int32) {
-        self.fd = fd
+    private init(_ owned: consuming OwnedSocket) {
+        self.owned = owned
     }
 
-    deinit { close(fd) }
-
-    /// What to open: `(address family, SOCK_STREAM or SOCK_DGRAM)`.
+    /// What to open: TCP or UDP of an address's family.
     struct Kind {
-        var family: Int32
-        var type: Int32
+        var kind: SocketKind
 
-        static func tcp(_ address: IPAddress) -> Kind {
-            Kind(family: address.family.socketDomain, type: Int32(SOCK_STREAM.rawValue))
-        }
+        static func tcp(_ address: IPAddress) -> Kind { Kind(kind: .tcp(address.family.domain)) }
 
-        static func udp(_ address: IPAddress) -> Kind {
-            Kind(family: address.family.socketDomain, type: Int32(SOCK_DGRAM.rawValue))
-        }
+        static func udp(_ address: IPAddress) -> Kind { Kind(kind: .udp(address.family.domain)) }
     }
 
     /// Opens one socket per kind inside `namespace` (nil: the calling thread's own), all or nothing.
     static func open(_ kinds: [Kind], in namespace: NamedNamespace?) -> Result<[ProbeSocket], ProbeFailure> {
-        let create = { () -> Result<[Int32], ProbeFailure> in
-            var fds: [Int32] = []
-            for kind in kinds {
-                let fd = socket(kind.family, kind.type | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-                guard fd >= 0 else {
-                    let failure = ProbeFailure.system("socket", errno)
-                    fds.forEach { close($0) }
-                    return .failure(failure)
-                }
-                fds.append(fd)
-            }
-            return .success(fds)
+        var batch: SocketBatch
+        do {
+            batch = try NamedNamespace.openSockets(kinds.map(\.kind), in: namespace, nonBlocking: true)
+        } catch {
+            if case let .system(operation, code) = error, operation.hasPrefix("socket ") { return .failure(.system("socket", code)) }
+            return .failure(ProbeFailure(text: "enter namespace \(namespace?.name ?? "?"): \(error)"))
         }
-        let created: Result<[Int32], ProbeFailure>
-        if let namespace {
-            do {
-                created = try namespace.run(create)
-            } catch {
-                created = .failure(ProbeFailure(text: "enter namespace \(namespace.name): \(error)"))
-            }
-        } else {
-            created = create()
-        }
-        return created.map { $0.map(ProbeSocket.init(fd:)) }
+        var sockets: [ProbeSocket] = []
+        for index in kinds.indices { sockets.append(ProbeSocket(batch.take(index)!)) }
+        return .success(sockets)
     }
 
     /// Starts a connect (TCP) or sets the peer (UDP). Nil when it completed or is in progress, the failure
     /// otherwise.
     func connect(to address: IPAddress, port: UInt16) -> ProbeFailure? {
-        let result = SocketAddress(address, port: port).withSockaddr { Glibc.connect(fd, $0, $1) }
-        if result == 0 || errno == EINPROGRESS { return nil }
-        return .system("connect", errno)
+        do {
+            try socket.connect(to: SocketAddress(address, port: port))
+            return nil
+        } catch {
+            return .system("connect", error.errno.rawValue)
+        }
     }
 
     /// After POLLOUT on a connecting socket: nil when it is connected, the failure otherwise (SO_ERROR).
     func connectionError() -> ProbeFailure? {
-        var code: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return .system("getsockopt(SO_ERROR)", errno) }
-        return code == 0 ? nil : .system("connect", code)
+        do {
+            return try socket.pendingError().map { .system("connect", $0.rawValue) }
+        } catch {
+            return .system("getsockopt(SO_ERROR)", error.errno.rawValue)
+        }
     }
 
     /// Segments the kernel has retransmitted on this TCP socket so far (`tcpi_total_retrans` of
     /// `TCP_INFO`), SYNs included; nil when it cannot tell.
     func retransmissions() -> UInt32? {
-        var info = tcp_info()
-        var length = socklen_t(MemoryLayout<tcp_info>.size)
-        guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0 else { return nil }
-        return info.tcpi_total_retrans
+        (try? socket.option(.tcpInfo, as: tcp_info.self))?.tcpi_total_retrans
     }
 
     /// Sends what it can without blocking (no SIGPIPE): the byte count, 0 when the buffer is full, or the failure.
     func send(_ bytes: ArraySlice<UInt8>) -> Result<Int, ProbeFailure> {
-        let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        if sent >= 0 { return .success(sent) }
-        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return .success(0) }
-        return .failure(.system("send", errno))
+        do throws(SystemError) {
+            return .success(try bytes.withUnsafeBytes { buffer in
+                Result { () throws(SystemError) in try socket.send(buffer, flags: Int32(MSG_NOSIGNAL)) }
+            }.get())
+        } catch where error.errno == .wouldBlock {
+            return .success(0)
+        } catch {
+            return .failure(.system("send", error.errno.rawValue))
+        }
     }
 
     /// Reads what is there without blocking: the bytes (empty at end of stream), nil when nothing is
     /// waiting, or the failure (an ICMP error reported on a connected socket, a reset).
     func receive(capacity: Int = 4096) -> Result<[UInt8], ProbeFailure>? {
         var buffer = [UInt8](repeating: 0, count: capacity)
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-        if count >= 0 { return .success(Array(buffer[..<count])) }
-        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return nil }
-        return .failure(.system("receive", errno))
+        do throws(SystemError) {
+            let count = try buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try socket.receive(into: raw, flags: Int32(MSG_DONTWAIT)) }
+            }.get()
+            return .success(Array(buffer[..<count]))
+        } catch where error.errno == .wouldBlock {
+            return nil
+        } catch {
+            return .failure(.system("receive", error.errno.rawValue))
+        }
     }
 }
 
@@ -145,8 +139,7 @@ enum ProbeClock {
             usleep(UInt32(milliseconds) * 1000)
             return []
         }
-        let ready = poll(&pollers, nfds_t(pollers.count), milliseconds)
-        guard ready > 0 else { return pollers.map { _ in 0 } }
+        guard let ready = try? poll(&pollers, timeoutMilliseconds: milliseconds), ready > 0 else { return pollers.map { _ in 0 } }
         return pollers.map(\.revents)
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import LinkcondSystem
 
 /// Names the calling thread as the kernel shows it (`comm`: /proc, `top -H`, `gdb`), so the monitor's and
 /// the prober's threads can be told apart and counted.
@@ -7,10 +8,7 @@ enum ThreadName {
     /// substitute on Linux: set before `start` it never reaches the kernel, and set inside the thread it
     /// races with `start` recording the thread.
     static func setCurrent(_ name: String) {
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard let file = try? FileDescriptor.open("/proc/thread-self/comm", .writeOnly) else { return }
+        _ = file.closeAfter { try? file.writeAll(name.utf8.prefix(15)) }
     }
 }

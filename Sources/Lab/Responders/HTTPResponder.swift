@@ -1,4 +1,5 @@
 import Glibc
+import LinkcondSystem
 
 /// An HTTP response to serialize.
 struct HTTPResponse: Equatable, Sendable {
@@ -102,18 +103,18 @@ enum HTTPResponder {
 
     /// Serves one connection: reads one request head (8 KiB cap, 10 s receive timeout), answers, closes
     /// the sending side. The caller closes the socket.
-    static func serve(connection fd: Int32, portalFlagPath: String?) {
-        Sockets.setReceiveTimeout(fd, seconds: readTimeoutSeconds)
-        Sockets.setSendTimeout(fd, seconds: readTimeoutSeconds)
+    static func serve(connection fd: SocketDescriptor, portalFlagPath: String?) {
+        Sockets.setTimeouts(fd, seconds: readTimeoutSeconds)
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1024)
         let response: [UInt8]
         while true {
             let searchFrom = max(0, buffer.count - 2)
             var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = chunk.withUnsafeMutableBytes { Sockets.receive(fd, into: $0) }
+            let received = chunk.withUnsafeMutableBytes { Sockets.receive(fd, into: $0) }
+            let count = (try? received.get()) ?? -1
             if count <= 0 {
-                let timedOut = count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+                let timedOut = received == .failure(.wouldBlock)
                 // Nothing but blank lines yet: the client went away or never spoke; just close.
                 guard buffer.contains(where: { $0 != 0x0D && $0 != 0x0A }) else { return }
                 response = timedOut

@@ -2,6 +2,8 @@ import Dispatch
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
+import NetNamespace
 import Synchronization
 
 /// The sandbox's server side: HTTP probe endpoint, TCP/UDP echo and DNS, on every configured address.
@@ -42,16 +44,16 @@ public final class ResponderServer: Sendable {
     /// Validates the configuration, binds every socket (TCP and UDP, every bind address) and then starts
     /// serving. When any socket cannot be set up, nothing has been started and the error names the endpoint.
     ///
-    /// The sockets are created on the calling thread, so a thread that has entered a network namespace
-    /// serves in that namespace; the serving threads need not be in it.
-    public func start() throws(ResponderError) {
-        _ = try startRun()
+    /// The sockets are opened in `namespace` by the socket factory (nil: the calling thread's namespace) and
+    /// serve there; the serving threads need not be in it.
+    public func start(in namespace: NamedNamespace? = nil) throws(ResponderError) {
+        _ = try startRun(in: namespace)
     }
 
-    private func startRun() throws(ResponderError) -> ResponderRun {
+    private func startRun(in namespace: NamedNamespace? = nil) throws(ResponderError) -> ResponderRun {
         try current.withLock { (current: inout ResponderRun?) throws(ResponderError) -> ResponderRun in
             guard current == nil else { throw .alreadyRunning }
-            let run = try ResponderRun(configuration: configuration)
+            let run = try ResponderRun(configuration: configuration, namespace: namespace)
             run.startThreads()
             current = run
             return run
@@ -119,7 +121,7 @@ enum ResponderService: String, Sendable, CaseIterable {
 
 /// One bound socket.
 struct Listener: Sendable {
-    let fd: Int32
+    let fd: SocketDescriptor
     let service: ResponderService
     /// E.g. `[::]:80/tcp`.
     let endpoint: String
@@ -131,20 +133,21 @@ final class ResponderRun: Sendable {
     let zone: DNSZone
     let listeners: [Listener]
     /// Read end of the stop socket pair; it becomes readable (and stays so) when the run stops.
-    private let stopReadFD: Int32
-    private let stopWriteFD: Int32
+    private let stopReadFD: SocketDescriptor
+    private let stopWriteFD: SocketDescriptor
     private let threads = DispatchGroup()
     /// Entered while the run lives; left when ``stop()`` has finished.
     private let lifetime = DispatchGroup()
     private let connections = Mutex(ConnectionTable())
 
     private struct ConnectionTable {
-        var open: Set<Int32> = []
+        var open: Set<SocketDescriptor> = []
         var stopping = false
     }
 
-    /// Validates the configuration and binds every socket; on failure closes what it opened.
-    init(configuration: ResponderConfiguration) throws(ResponderError) {
+    /// Validates the configuration and binds every socket, opened in `namespace` (nil: the calling thread's);
+    /// on failure closes what it opened.
+    init(configuration: ResponderConfiguration, namespace: NamedNamespace?) throws(ResponderError) {
         self.configuration = configuration
         zone = try DNSZone(configuration: configuration)
         guard configuration.maxConnections > 0 else {
@@ -162,25 +165,41 @@ final class ResponderRun: Sendable {
                 addresses.append((service, SocketAddress(ip: text, port: service.port(in: configuration))!))
             }
         }
-        var stopFDs: [Int32] = [-1, -1]
-        let pairType = Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue)
-        guard socketpair(AF_UNIX, pairType, 0, &stopFDs) == 0 else { throw .systemCall("socketpair", errno: errno) }
+        let endpoints = addresses.map { "\($0.1.text)/\($0.0.transport.rawValue)" }
+        let kinds = addresses.map { $0.0.transport.kind($0.1.family) }
+        // Every socket from one thread in the namespace, before anything is bound.
+        var sockets: SocketBatch
+        do {
+            sockets = try NamedNamespace.openSockets(kinds, in: namespace, nonBlocking: true)
+        } catch {
+            // The factory names the kind that failed (`socket AF_INET6 SOCK_STREAM…`): blame its first endpoint.
+            let code: Int32 = if case let .system(_, code) = error { code } else { EIO }
+            let failed = kinds.firstIndex { error.description.hasPrefix("socket \($0)") } ?? 0
+            throw .cannotListen(endpoint: endpoints[failed], step: "socket", errno: code)
+        }
+        let stop: (SocketDescriptor, SocketDescriptor)
+        do {
+            stop = try SocketDescriptor.pair(nonBlocking: true)
+        } catch {
+            throw .systemCall("socketpair", errno: error.errno.rawValue)
+        }
         var listeners: [Listener] = []
-        for (service, address) in addresses {
+        for (index, (service, address)) in addresses.enumerated() {
+            let socket = sockets.take(index)!.release()
             do {
-                let fd = try Sockets.listen(on: address, transport: service.transport)
-                listeners.append(Listener(fd: fd, service: service,
-                                          endpoint: "\(address.text)/\(service.transport.rawValue)"))
+                try Sockets.listen(socket, on: address, transport: service.transport)
+                listeners.append(Listener(fd: socket, service: service, endpoint: endpoints[index]))
             } catch {
-                for listener in listeners { close(listener.fd) }
-                close(stopFDs[0])
-                close(stopFDs[1])
+                try? socket.close()
+                for listener in listeners { try? listener.fd.close() }
+                try? stop.0.close()
+                try? stop.1.close()
                 throw error
             }
         }
         self.listeners = listeners
-        stopReadFD = stopFDs[0]
-        stopWriteFD = stopFDs[1]
+        stopReadFD = stop.0
+        stopWriteFD = stop.1
         lifetime.enter()
     }
 
@@ -214,32 +233,27 @@ final class ResponderRun: Sendable {
     /// Ends the run: wakes every thread, waits for them, closes every socket. Called once.
     func stop() {
         defer { lifetime.leave() }
-        var byte: UInt8 = 1
-        _ = write(stopWriteFD, &byte, 1)
+        _ = try? [UInt8(1)].withUnsafeBytes { try stopWriteFD.send($0) }
         connections.withLock { table in
             table.stopping = true
-            for fd in table.open { shutdown(fd, Int32(SHUT_RDWR)) }
+            for fd in table.open { try? fd.shutdown(.readWrite) }
         }
         guard threads.wait(timeout: .now() + .seconds(5)) == .success else {
             // A thread is stuck; leave its descriptors open rather than let a reused number be closed
             // under it.
             return
         }
-        for listener in listeners { close(listener.fd) }
-        close(stopReadFD)
-        close(stopWriteFD)
+        for listener in listeners { try? listener.fd.close() }
+        try? stopReadFD.close()
+        try? stopWriteFD.close()
     }
 
     /// Waits until `fd` is readable. False when the run is stopping.
-    func waitUntilReadable(_ fd: Int32) -> Bool {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: stopReadFD, events: Int16(POLLIN), revents: 0)]
+    func waitUntilReadable(_ fd: SocketDescriptor) -> Bool {
+        var fds = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: stopReadFD.rawValue, events: Int16(POLLIN), revents: 0)]
         while true {
-            let result = poll(&fds, 2, -1)
-            if result < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
+            guard (try? poll(&fds, timeoutMilliseconds: -1)) != nil else { return false }
             if fds[1].revents != 0 { return false }
             if fds[0].revents != 0 { return true }
         }
@@ -247,22 +261,22 @@ final class ResponderRun: Sendable {
 
     /// Accepts connections on a TCP listener until the run stops, each served by `handler` on its own thread.
     /// The handler owns nothing: the connection is closed after it returns.
-    private func acceptLoop(_ listener: Listener, handler: @escaping @Sendable (Int32) -> Void) {
+    private func acceptLoop(_ listener: Listener, handler: @escaping @Sendable (SocketDescriptor) -> Void) {
         while waitUntilReadable(listener.fd) {
-            // accept4 is not visible from Swift's Glibc module; FD_CLOEXEC follows at once.
-            let fd = accept(listener.fd, nil, nil)
-            if fd < 0 {
-                switch errno {
-                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+            let fd: SocketDescriptor
+            do {
+                fd = try listener.fd.accept()  // accept4: close-on-exec from the start
+            } catch {
+                switch error.errno {
+                case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noBufferSpace, .noMemory:
                     usleep(50_000)
                 default:
                     break
                 }
                 continue
             }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             guard register(fd) else {
-                close(fd)
+                try? fd.close()
                 continue
             }
             spawn(name: "linkcond-\(listener.service.rawValue) connection", stackSize: 512 << 10) {
@@ -272,7 +286,7 @@ final class ResponderRun: Sendable {
         }
     }
 
-    private func register(_ fd: Int32) -> Bool {
+    private func register(_ fd: SocketDescriptor) -> Bool {
         connections.withLock { table in
             guard !table.stopping, table.open.count < configuration.maxConnections else { return false }
             table.open.insert(fd)
@@ -280,10 +294,10 @@ final class ResponderRun: Sendable {
         }
     }
 
-    private func unregisterAndClose(_ fd: Int32) {
+    private func unregisterAndClose(_ fd: SocketDescriptor) {
         connections.withLock { table in
             table.open.remove(fd)
-            close(fd)
+            try? fd.close()
         }
     }
 

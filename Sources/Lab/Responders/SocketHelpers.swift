@@ -1,97 +1,79 @@
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 
 /// TCP or UDP.
 enum TransportProtocol: String, Sendable {
     case tcp, udp
+
+    /// The socket this transport runs on for `family`.
+    func kind(_ family: AddressFamily) -> SocketKind {
+        self == .tcp ? .tcp(family.domain) : .udp(family.domain)
+    }
 }
 
-/// Thin wrappers over the socket calls the responders use.
+/// The socket calls the responders use, over the system layer's typed sockets.
 enum Sockets {
-    /// A bound socket (listening, for TCP), close-on-exec and non-blocking, with SO_REUSEADDR, and
-    /// IPV6_V6ONLY on IPv6 sockets so that IPv4 gets its own socket.
+    /// Makes `socket` (non-blocking, from the socket factory) listen on `address`: SO_REUSEADDR,
+    /// IPV6_V6ONLY on IPv6 sockets so that IPv4 gets its own socket, bound, and listening for TCP.
     static func listen(
-        on address: SocketAddress, transport: TransportProtocol, backlog: Int32 = 128
-    ) throws(ResponderError) -> Int32 {
+        _ socket: SocketDescriptor, on address: SocketAddress, transport: TransportProtocol, backlog: Int32 = 128
+    ) throws(ResponderError) {
         let endpoint = "\(address.text)/\(transport.rawValue)"
-        let type = transport == .tcp ? SOCK_STREAM : SOCK_DGRAM
-        let fd = socket(address.family.socketDomain, Int32(type.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw .cannotListen(endpoint: endpoint, step: "socket", errno: errno) }
-        func fail(_ step: String) -> ResponderError {
-            let code = errno
-            close(fd)
-            return .cannotListen(endpoint: endpoint, step: step, errno: code)
+        func step(_ name: String, _ call: () throws(SystemError) -> Void) throws(ResponderError) {
+            do {
+                try call()
+            } catch {
+                throw .cannotListen(endpoint: endpoint, step: name, errno: error.errno.rawValue)
+            }
         }
-        guard setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1) else { throw fail("setsockopt(SO_REUSEADDR)") }
+        try step("setsockopt(SO_REUSEADDR)") { () throws(SystemError) in try socket.setOption(.reuseAddress, Int32(1)) }
         if address.family == .inet6 {
-            guard setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1) else { throw fail("setsockopt(IPV6_V6ONLY)") }
+            try step("setsockopt(IPV6_V6ONLY)") { () throws(SystemError) in try socket.setOption(.ipv6Only, Int32(1)) }
         }
-        let bound = address.withSockaddr { bind(fd, $0, $1) }
-        guard bound == 0 else { throw fail("bind") }
+        try step("bind") { () throws(SystemError) in try socket.bind(to: address) }
         if transport == .tcp {
-            guard Glibc.listen(fd, backlog) == 0 else { throw fail("listen") }
+            try step("listen") { () throws(SystemError) in try socket.listen(backlog: backlog) }
         }
-        return fd
     }
 
-    /// setsockopt with an Int32 value.
-    @discardableResult
-    static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) -> Bool {
-        var value = value
-        return setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
-    }
-
-    /// Sets SO_RCVTIMEO, so a blocking receive gives up with EAGAIN after `seconds`.
-    static func setReceiveTimeout(_ fd: Int32, seconds: Int) {
-        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    /// Sets SO_SNDTIMEO, so a blocking send to a peer that stopped reading gives up after `seconds`.
-    static func setSendTimeout(_ fd: Int32, seconds: Int) {
-        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    /// Sets SO_RCVTIMEO and SO_SNDTIMEO, so a blocking receive gives up with EAGAIN after `seconds`, and a
+    /// blocking send to a peer that stopped reading too.
+    static func setTimeouts(_ socket: SocketDescriptor, seconds: Int) {
+        try? socket.setTimeout(seconds: Double(seconds))
+        try? socket.setTimeout(seconds: Double(seconds), send: true)
     }
 
     /// Sends all of `bytes` on a connected socket (no SIGPIPE). False when the connection failed.
-    static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { sendAll(fd, $0) }
+    static func sendAll(_ socket: SocketDescriptor, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { sendAll(socket, $0) }
     }
 
     /// Sends all of `buffer` on a connected socket (no SIGPIPE). False when the connection failed.
-    static func sendAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
-        var sent = 0
-        while sent < buffer.count {
-            let result = send(fd, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
-            if result < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            sent += result
-        }
-        return true
+    static func sendAll(_ socket: SocketDescriptor, _ buffer: UnsafeRawBufferPointer) -> Bool {
+        (try? socket.sendAll(buffer, flags: Int32(MSG_NOSIGNAL))) != nil
     }
 
-    /// One receive into `buffer`: the byte count, 0 at end of stream, -1 on error or timeout (EINTR is
-    /// retried).
-    static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        while true {
-            let result = recv(fd, buffer.baseAddress, buffer.count, 0)
-            if result < 0 && errno == EINTR { continue }
-            return result
+    /// One receive into `buffer`: the byte count (0 at end of stream), or why nothing came (a timeout is
+    /// ``Errno/wouldBlock``).
+    static func receive(_ socket: SocketDescriptor, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        do {
+            return .success(try socket.receive(into: buffer))
+        } catch {
+            return .failure(error.errno)
         }
     }
 
     /// Exactly `count` bytes, or nil at end of stream, on error or on timeout.
-    static func receiveExactly(_ fd: Int32, count: Int) -> [UInt8]? {
+    static func receiveExactly(_ socket: SocketDescriptor, count: Int) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
             let result = bytes.withUnsafeMutableBytes { raw in
-                receive(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]))
+                receive(socket, into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]))
             }
-            guard result > 0 else { return nil }
-            filled += result
+            guard case .success(let received) = result, received > 0 else { return nil }
+            filled += received
         }
         return bytes
     }
@@ -99,15 +81,14 @@ enum Sockets {
     /// Half-closes the sending side, then reads and discards what the peer still sends (for at most about
     /// `seconds` and 64 KiB) before the caller closes, so unread request bytes do not turn the close into a
     /// reset that could destroy the response.
-    static func lingeringShutdown(_ fd: Int32, seconds: Int = 1) {
-        shutdown(fd, Int32(SHUT_WR))
-        setReceiveTimeout(fd, seconds: seconds)
+    static func lingeringShutdown(_ socket: SocketDescriptor, seconds: Int = 1) {
+        try? socket.shutdown(.write)
+        try? socket.setTimeout(seconds: Double(seconds))
         var discarded = 0
         withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 1) { buffer in
             while discarded < 65536 {
-                let result = receive(fd, into: buffer)
-                guard result > 0 else { return }
-                discarded += result
+                guard case .success(let received) = receive(socket, into: buffer), received > 0 else { return }
+                discarded += received
             }
         }
     }

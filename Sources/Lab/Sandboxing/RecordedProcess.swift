@@ -1,4 +1,5 @@
 import Glibc
+import LinkcondSystem
 
 /// A process linkcond started for a sandbox (its server, the userspace engine), and the proof that a
 /// running process is that one.
@@ -61,6 +62,13 @@ public struct RecordedProcess: Codable, Sendable, Equatable {
             && ProcessInspector.environment(pid, contains: "\(Self.markerVariable)=\(marker)")
     }
 
+    /// True when the recorded process runs but is stopped (`SIGSTOP`, a terminal's job control, a
+    /// debugger): it exists, and does nothing.
+    public var isStopped: Bool {
+        guard isRunning, let stat = ProcessInspector.stat(pid) else { return false }
+        return stat.state == "T" || stat.state == "t"
+    }
+
     /// True when the recorded process is a child of this process that `waitpid` has not collected yet:
     /// running, or ended (a zombie) and waiting to be reaped.
     public var isUnreapedChild: Bool {
@@ -102,10 +110,11 @@ public struct RecordedProcess: Codable, Sendable, Equatable {
         }
         let leadsGroup = ProcessInspector.stat(pid)?.group == pid
         kill(leadsGroup ? -pid : pid, SIGTERM)
+        // A stopped process takes SIGTERM only once it runs again: let it, so it ends at once.
+        if isStopped { kill(leadsGroup ? -pid : pid, SIGCONT) }
         var waited = 0.0
         while isRunning && waited < grace {
-            var status: Int32 = 0
-            _ = waitpid(pid, &status, WNOHANG)
+            _ = try? waitForChild(pid, options: WNOHANG)
             usleep(20_000)
             waited += 0.02
         }
@@ -119,8 +128,7 @@ public struct RecordedProcess: Codable, Sendable, Equatable {
     /// cannot collect it until its other threads have exited too.
     public func collectIfChild() {
         guard isUnreapedChild else { return }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = try? waitForChild(pid)
     }
 }
 
@@ -179,19 +187,9 @@ public enum ProcessInspector {
         return bytes.split(separator: 0).contains { $0.elementsEqual(wanted) }
     }
 
+    /// The first MiB (and a page) of the file at `path`; nil when it cannot be read.
     private static func readBytes(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += buffer[0..<count]
-            if bytes.count > 1 << 20 { break }
-        }
-        return bytes
+        guard let file = try? FileDescriptor.open(path, .readOnly) else { return nil }
+        return file.closeAfter { try? file.readToEnd(maximumCount: (1 << 20) + 4096) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import Netlink
 import RouteNetlink
@@ -85,6 +86,9 @@ public struct Sandbox: Sendable {
         case alreadyUp
         /// A half-made, broken or different sandbox was found, removed and built again.
         case rebuilt
+        /// The sandbox was whole but a process of it had died: only that process was started again (and the
+        /// conditions it held were put back); nothing else changed.
+        case repaired
     }
 
     func fail<T>(_ body: () throws -> T) throws(SandboxError) -> T {
@@ -122,15 +126,25 @@ public struct Sandbox: Sendable {
     /// half-made or different one — or what a crash left of one, found by name — is removed first
     /// (``UpOutcome/rebuilt``). Every step is recorded in the state file before it acts; when a step fails,
     /// or `isCancelled` turns true between steps (Ctrl-C), everything made so far is removed and the error
-    /// (or ``SandboxError/interrupted``) is thrown.
+    /// (or ``SandboxError/interrupted``) is thrown. Takes the sandbox's lock for the while.
     @discardableResult
     public func up(
         _ configuration: Configuration, isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
     ) throws(SandboxError) -> UpOutcome {
-        let lock = try lock(for: "up", progress: progress)
-        defer { lock.release() }
+        let transaction = try transaction(for: "up", progress: progress)
+        defer { transaction.end() }
+        return try up(configuration, in: transaction, isCancelled: isCancelled, progress: progress)
+    }
+
+    /// ``up(_:isCancelled:progress:)`` within `transaction`, which holds the lock; its state is the new
+    /// sandbox's afterwards.
+    @discardableResult
+    public func up(
+        _ configuration: Configuration, in transaction: SandboxTransaction, isCancelled: @Sendable () -> Bool = { false },
+        progress: (String) -> Void = { _ in }
+    ) throws(SandboxError) -> UpOutcome {
         var outcome = UpOutcome.created
-        let record = store.record(topology.name)
+        let record = transaction.record
         if case let .state(existing) = record, configuration.matches(existing), isHealthy(existing) { return .alreadyUp }
         if record != .missing || !leftovers().isEmpty {
             progress("removing the earlier, incomplete or different sandbox '\(topology.name)'")
@@ -138,7 +152,7 @@ public struct Sandbox: Sendable {
             outcome = .rebuilt
         }
         var state = SandboxState(name: topology.name, cellular: configuration.cellular, wire: configuration.wire, backend: configuration.backend)
-        try store.save(state)
+        try transaction.save(state)
         do throws(SandboxError) {
             try withoutActuallyEscaping(isCancelled) { (isCancelled) throws(SandboxError) in
                 try withoutActuallyEscaping(progress) { (progress) throws(SandboxError) in
@@ -146,10 +160,11 @@ public struct Sandbox: Sendable {
                 }
             }
             state.complete = true
-            try store.save(state)
+            try transaction.save(state)
         } catch {
             progress("removing what was made")
             teardown(.state(state))
+            transaction.reload()
             throw error
         }
         return outcome
@@ -175,9 +190,15 @@ public struct Sandbox: Sendable {
 
     /// Like ``down()``, and says what it removed (and what it found odd, such as an unreadable state file).
     public func remove(progress: (String) -> Void = { _ in }) throws(SandboxError) -> TeardownReport {
-        let lock = try lock(for: "down", progress: progress)
-        let report = teardown(store.record(topology.name))
-        lock.removeFileAndRelease()
+        remove(in: try transaction(for: "down", progress: progress))
+    }
+
+    /// ``remove(progress:)`` within `transaction`, which holds the lock and is ended by it (the lock file
+    /// goes too).
+    public func remove(in transaction: SandboxTransaction) -> TeardownReport {
+        let report = teardown(transaction.record)
+        transaction.reload()
+        transaction.endRemovingLockFile()
         return report
     }
 
@@ -204,19 +225,31 @@ public struct Sandbox: Sendable {
         while MonotonicClock.seconds() < deadline {
             if isCancelled() { throw .interrupted }
             try check()
-            let result = try fail {
-                try client.run { () -> Int32? in
-                    for address in [SandboxPlan.serverIPv4, SandboxPlan.serverIPv6] {
-                        if let failure = tcpConnect(to: address, port: SandboxPlan.httpPort, timeout: 0.5) { return failure }
-                    }
-                    return nil
-                }
-            }
-            guard let code = result else { return }
+            guard let code = Self.connectToServer(from: client, timeout: 0.5) else { return }
             lastError = code
             usleep(50_000)
         }
         throw .serverNotReady(detail: "no answer on \(SandboxPlan.serverIPv4) and [\(SandboxPlan.serverIPv6)] port \(SandboxPlan.httpPort) within \(Int(timeout)) s (\(String(cString: strerror(lastError))))")
+    }
+
+    /// Opens a TCP connection to the server's port 80 over IPv4, then IPv6, from `client` and closes it
+    /// again; nil when both connected, else the errno of the first failure. Each waits at most `timeout` s.
+    static func connectToServer(from client: NamedNamespace, timeout: Double) -> Int32? {
+        let addresses = [SandboxPlan.serverIPv4, SandboxPlan.serverIPv6]
+        do {
+            var sockets = try NamedNamespace.openSockets(addresses.map { .tcp($0.family.domain) }, in: client, nonBlocking: true)
+            for (index, address) in addresses.enumerated() {
+                guard let owned = sockets.take(index) else { return EBADF }
+                try owned.socket.connect(to: SocketAddress(address, port: SandboxPlan.httpPort), timeout: timeout)
+            }
+            return nil
+        } catch let error as SystemError {
+            return error.errno.rawValue
+        } catch let NamespaceError.system(_, code) {
+            return code
+        } catch {
+            return EIO
+        }
     }
 
     /// A typed rtnetlink client bound to `namespace`.
@@ -246,5 +279,31 @@ public struct Sandbox: Sendable {
         let client = try clientNamespace()
         let process = try fail { try client.spawn(program, arguments: arguments) }
         return try fail { try process.wait() }
+    }
+}
+
+extension Sandbox {
+    /// Starts again a process of the sandbox that is no longer running (the engine or the server), in its
+    /// namespace, as `up` started it, within `transaction` (which holds the lock), without touching anything
+    /// else of the sandbox; the record of the dead process is replaced. Refuses a process that still runs,
+    /// stopped or not.
+    public func restart(
+        _ role: RecordedProcess.Role, _ launch: ProcessLaunch, in transaction: SandboxTransaction, progress: (String) -> Void = { _ in }
+    ) throws(SandboxError) {
+        var state = try transaction.upState()
+        if let recorded = state.processes.first(where: { $0.role == role }), recorded.isRunning {
+            throw .process(role: role.rawValue, detail: "pid \(recorded.pid) still runs\(recorded.isStopped ? " (stopped)" : ""); it is not restarted")
+        }
+        state.processes.removeAll { $0.role == role }
+        try transaction.save(state)
+        let namespace = try self.namespace(role == .engine ? .wire : .server)
+        try withoutActuallyEscaping(progress) { (progress) throws(SandboxError) in
+            let builder = SandboxBuilder(sandbox: self, isCancelled: { false }, progress: progress)
+            switch role {
+            case .engine: try builder.startEngine(launch, in: namespace, state: &state)
+            case .server: try builder.startServer(launch, in: namespace, state: &state)
+            }
+        }
+        try transaction.save(state)
     }
 }

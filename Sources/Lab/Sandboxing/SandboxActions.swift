@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import RouteNetlink
 
@@ -136,9 +137,11 @@ extension Sandbox {
             } catch {
                 throw .state(path: portalFlagPath, detail: "cannot create \(store.directory)")
             }
-            let fd = open(portalFlagPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw .state(path: portalFlagPath, detail: String(cString: strerror(errno))) }
-            close(fd)
+            do throws(SystemError) {
+                try FileDescriptor.open(portalFlagPath, .writeOnly, options: .create).close()
+            } catch {
+                throw .state(path: portalFlagPath, detail: error.errno.description)
+            }
         } else if unlink(portalFlagPath) != 0 && errno != ENOENT {
             throw .state(path: portalFlagPath, detail: String(cString: strerror(errno)))
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import NetNamespace
 import RouteNetlink
 
@@ -146,15 +147,27 @@ struct SandboxBuilder {
         }
 
         if configuration.wire, let engine = configuration.engine {
-            try check()
-            progress("starting the engine in \(topology.wireNamespace)")
-            try start(.engine, engine, in: namespaces[.wire]!, state: &state)
-            try waitForFile(store.engineSocketPath(for: topology.name), of: state.engine!, timeout: Self.readyTimeout)
+            try startEngine(engine, in: namespaces[.wire]!, state: &state)
         }
         guard case let .process(executable, arguments) = configuration.server else { return }
+        try startServer(Sandbox.ProcessLaunch(executable: executable, arguments: arguments), in: server, state: &state)
+    }
+
+    /// Starts the engine in the wire namespace and waits until it listens on its control socket.
+    func startEngine(_ engine: Sandbox.ProcessLaunch, in wire: NamedNamespace, state: inout SandboxState) throws(SandboxError) {
+        try check()
+        progress("starting the engine in \(wire.name)")
+        // A socket file an engine that died left would read as "ready" before the new one listens.
+        unlink(store.engineSocketPath(for: topology.name))
+        try start(.engine, engine, in: wire, state: &state)
+        try waitForFile(store.engineSocketPath(for: topology.name), of: state.engine!, timeout: Self.readyTimeout)
+    }
+
+    /// Starts the server in the server namespace and waits until it answers from the client.
+    func startServer(_ launch: Sandbox.ProcessLaunch, in server: NamedNamespace, state: inout SandboxState) throws(SandboxError) {
         try check()
         progress("starting the server in \(server.name)")
-        try start(.server, Sandbox.ProcessLaunch(executable: executable, arguments: arguments), in: server, state: &state)
+        try start(.server, launch, in: server, state: &state)
         let recorded = state.server!
         try sandbox.waitForServer(timeout: Self.readyTimeout, isCancelled: isCancelled) { () throws(SandboxError) in
             guard recorded.isRunning else {
@@ -169,13 +182,19 @@ struct SandboxBuilder {
         _ role: RecordedProcess.Role, _ launch: Sandbox.ProcessLaunch, in namespace: NamedNamespace, state: inout SandboxState
     ) throws(SandboxError) {
         let logPath = store.log(for: topology.name, role: role)
-        let logFD = open(logPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        let nullFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        defer {
-            if logFD >= 0 { close(logFD) }
-            if nullFD >= 0 { close(nullFD) }
+        let log: FileDescriptor
+        do throws(SystemError) {
+            log = try FileDescriptor.open(logPath, .writeOnly, options: [.create, .truncate])
+        } catch {
+            throw .state(path: logPath, detail: "cannot be created (\(error.errno))")
         }
-        guard logFD >= 0 else { throw .state(path: logPath, detail: "cannot be created (\(String(cString: strerror(errno))))") }
+        let null = try? FileDescriptor.open("/dev/null", .readOnly)
+        defer {
+            try? log.close()
+            try? null?.close()
+        }
+        let logFD = log.rawValue
+        let nullFD = null?.rawValue ?? -1
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in RecordedProcess.environment(marker: sandbox.marker, role: role) { environment[key] = value }
         let process = try sandbox.fail {
@@ -218,11 +237,14 @@ struct SandboxBuilder {
         _ namespaces: [SandboxTopology.Role: NamedNamespace], _ body: ([SandboxTopology.Role: NamespaceDescriptor]) throws(SandboxError) -> R
     ) throws(SandboxError) -> R {
         var descriptors: [SandboxTopology.Role: NamespaceDescriptor] = [:]
-        defer { for descriptor in descriptors.values { close(descriptor.fileDescriptor) } }
+        defer { for descriptor in descriptors.values { try? FileDescriptor(rawValue: descriptor.fileDescriptor).close() } }
         for (role, namespace) in namespaces {
-            let fd = open(namespace.path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw .namespace(.system(operation: "open \(namespace.path)", errno: errno)) }
-            descriptors[role] = NamespaceDescriptor(fileDescriptor: fd, name: namespace.name)
+            do throws(SystemError) {
+                let file = try FileDescriptor.open(namespace.path, .readOnly)
+                descriptors[role] = NamespaceDescriptor(fileDescriptor: file.rawValue, name: namespace.name)
+            } catch {
+                throw .namespace(.system(operation: error.operation, errno: error.errno.rawValue))
+            }
         }
         return try body(descriptors)
     }

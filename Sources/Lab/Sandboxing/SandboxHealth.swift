@@ -1,3 +1,4 @@
+import JSONDocument
 import LinkcondBase
 import NetNamespace
 import RouteNetlink
@@ -10,6 +11,12 @@ extension Sandbox {
     /// kernel flushed, a dead server or engine all show. (A link that is only down, as a scenario step leaves
     /// it, is not missing; the addresses and routes the kernel flushed with it are.)
     public func problems(_ state: SandboxState) -> [String] {
+        structuralProblems(state) + processProblems(state)
+    }
+
+    /// What is missing of the namespaces, links, addresses and default routes `up` made (and whether `up`
+    /// finished), leaving the processes out.
+    public func structuralProblems(_ state: SandboxState) -> [String] {
         var problems: [String] = []
         if !state.complete { problems.append("'up' did not finish") }
         let expected = SandboxHealthPlan(cellular: state.cellular, wire: state.wire)
@@ -53,8 +60,26 @@ extension Sandbox {
                 }
             }
         }
-        for process in state.processes where !process.isRunning {
-            problems.append("the \(process.role.rawValue) (pid \(process.pid)) is not running; its log: \(store.log(for: topology.name, role: process.role))")
+        return problems
+    }
+
+    /// The namespaces of the state's shape that do not exist (a look at `/run/netns` only, no netlink).
+    public func missingNamespaces(_ state: SandboxState) -> [String] {
+        SandboxHealthPlan(cellular: state.cellular, wire: state.wire).namespaces.map { topology.namespace($0.0) }
+            .filter { !NamedNamespace.exists($0) }.map { "namespace \($0) is missing" }
+    }
+
+    /// What is wrong with the processes `up` started: not running, or stopped.
+    public func processProblems(_ state: SandboxState) -> [String] {
+        var problems: [String] = []
+        for process in state.processes {
+            if !process.isRunning {
+                let log = store.log(for: topology.name, role: process.role)
+                let last = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").last.map { "; its last words: \(JSONWriter.excerpt(String($0), limit: 160))" } ?? ""
+                problems.append("the \(process.role.rawValue) (pid \(process.pid)) is not running; its log: \(log)\(last)")
+            } else if process.isStopped {
+                problems.append("the \(process.role.rawValue) (pid \(process.pid)) is stopped (SIGSTOP or a debugger): it does nothing until 'kill -CONT \(process.pid)'")
+            }
         }
         return problems
     }

@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import JSONDocument
+import LinkcondSystem
 
 /// What `linkcond up` made, recorded so that `linkcond down` removes exactly that.
 ///
@@ -8,35 +10,65 @@ import Glibc
 /// state file that names anything else — edited, corrupted, or another sandbox's — never makes it touch that.
 /// Intent is recorded before each step acts, and names are derived from the sandbox's name, so a crash at any
 /// instant leaves nothing a cleanup cannot find.
-public struct SandboxState: Codable, Sendable, Equatable {
-    /// The profile currently on the wire, as `linkcond apply` recorded it.
-    public struct AppliedConditions: Codable, Sendable, Equatable {
+public struct SandboxState: Sendable, Equatable {
+    /// The conditions on one client link, as the last apply on it recorded them.
+    public struct AppliedConditions: Sendable, Equatable {
         /// The profile's name.
         public var profile: String
         /// The file it was read from, nil for a profile made in code.
         public var source: String?
         /// ISO 8601 time of the apply.
         public var appliedAt: String
-        /// The client links it is on (`wifi`, `cellular`); nil for every link.
-        public var links: [String]?
         /// The traffic it applies to (`tcp 198.19.0.0/24 port 443`); nil for all traffic.
         public var targets: [String]?
+        /// The profile as applied, as its document in the profile format (delivery traces named by the path
+        /// they were read from), so that what is on the wire can be compared with it and put back; nil in a
+        /// file of an earlier version, which recorded the name alone.
+        public var document: JSONValue?
 
         /// A record of `profile` (read from `source`) applied now.
         public init(
-            profile: String, source: String?, appliedAt: String = SandboxState.timestamp(), links: [String]? = nil,
-            targets: [String]? = nil
+            profile: String, source: String?, appliedAt: String = SandboxState.timestamp(), targets: [String]? = nil,
+            document: JSONValue? = nil
         ) {
             self.profile = profile
             self.source = source
             self.appliedAt = appliedAt
-            self.links = links
             self.targets = targets
+            self.document = document
         }
     }
 
-    /// The format of this file.
-    public static let currentVersion = 2
+    /// A change of conditions that was sent and not confirmed: written before the request goes out and
+    /// removed once the answer confirms it (the change then becomes the links' ``AppliedConditions``). One
+    /// left behind means a command died, or got no answer, half-way: what the links hold is then found out
+    /// by asking the backend, not assumed (``SandboxState/conditions`` may or may not still be true).
+    public struct PendingChange: Sendable, Equatable {
+        /// `apply` or `clear`.
+        public var operation: String
+        /// The links it acts on.
+        public var links: [String]
+        /// Its number (``SandboxState/generation`` when it was made).
+        public var generation: UInt64
+        /// What an apply puts on the links; nil for a clear.
+        public var conditions: AppliedConditions?
+        /// ISO 8601 time it was sent.
+        public var startedAt: String
+
+        /// A change of `operation` on `links`.
+        public init(operation: String, links: [String], generation: UInt64, conditions: AppliedConditions?, startedAt: String = SandboxState.timestamp()) {
+            self.operation = operation
+            self.links = links
+            self.generation = generation
+            self.conditions = conditions
+            self.startedAt = startedAt
+        }
+    }
+
+    /// The format of this file. Version 2 files (one profile for the links it names) are read too.
+    public static let currentVersion = 3
+    /// The versions this linkcond reads.
+    public static let readableVersions = 2...currentVersion
 
     public var version = SandboxState.currentVersion
     /// The sandbox's name; a state file whose name differs from its file name is not trusted.
@@ -55,8 +87,13 @@ public struct SandboxState: Codable, Sendable, Equatable {
     public var complete = false
     /// ISO 8601 time of creation.
     public var createdAt: String
-    /// The profile applied last, nil when the wire is clear.
-    public var conditions: AppliedConditions?
+    /// The conditions on each client link, by the link's name (`wifi`, `cellular`); a link without an entry
+    /// is clear.
+    public var conditions: [String: AppliedConditions] = [:]
+    /// The number of the last change of conditions made (each apply or clear takes the next).
+    public var generation: UInt64 = 0
+    /// A change sent and not confirmed yet (see ``PendingChange``); nil normally.
+    public var pending: PendingChange?
 
     /// A fresh record for sandbox `name`.
     public init(name: String, cellular: Bool, wire: Bool = false, backend: String? = nil) {
@@ -154,26 +191,16 @@ public struct SandboxStore: Sendable, Equatable {
             return .unreadable(detail: data.allSatisfy({ [0x20, 0x0a, 0x0d, 0x09].contains($0) }) ? "is empty" : "is not a linkcond state file (\(error.reason))")
         }
         guard state.name == name else { return .unreadable(detail: "names sandbox '\(state.name)', not '\(name)'") }
-        guard state.version == SandboxState.currentVersion else {
-            return .unreadable(detail: "has version \(state.version); this linkcond writes version \(SandboxState.currentVersion)")
+        guard SandboxState.readableVersions.contains(state.version) else {
+            return .unreadable(detail: "has version \(state.version); this linkcond reads versions \(SandboxState.readableVersions.lowerBound) to \(SandboxState.currentVersion)")
         }
         return .state(state)
     }
 
     /// The bytes of the file at `path`, nil when it cannot be read.
     private static func contents(of path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { return bytes }
-            bytes += chunk[0..<count]
-        }
+        guard let file = try? FileDescriptor.open(path, .readOnly, options: .noFollow) else { return nil }
+        return file.closeAfter { try? file.readToEnd() }
     }
 
     /// The recorded state of sandbox `name`, nil when there is none; throws when the file cannot be trusted.
@@ -194,19 +221,22 @@ public struct SandboxStore: Sendable, Equatable {
             if mkdir(directory, 0o755) != 0 && errno != EEXIST {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             }
-            let bytes = Array(state.fileText.utf8)
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
-            guard fd >= 0 else { throw SandboxError.state(path: temporary, detail: "cannot be created (\(String(cString: strerror(errno))))") }
+            let file: FileDescriptor
+            do throws(SystemError) {
+                file = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate, .noFollow])
+            } catch {
+                throw SandboxError.state(path: temporary, detail: "cannot be created (\(error.errno))")
+            }
             // Not fsync'ed: the rename is what makes the write atomic for every reader, and a crash of the
             // machine, the one thing fsync guards against, takes the namespaces the file describes with it
             // (the default store, /run, is a tmpfs on most systems, where fsync does nothing anyway). On a disk
             // it cost an apply 0.5 to 4 ms.
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            close(fd)
-            guard written == bytes.count, rename(temporary, path) == 0 else {
-                let code = errno
+            do throws(SystemError) {
+                try file.closeAfter { () throws(SystemError) in try file.writeAll(state.fileText.utf8) }
+                _ = try systemCall("rename \(temporary)") { rename(temporary, path) }
+            } catch {
                 unlink(temporary)
-                throw SandboxError.state(path: path, detail: "cannot be written (\(String(cString: strerror(code))))")
+                throw SandboxError.state(path: path, detail: "cannot be written (\(error.errno))")
             }
         } catch let error as SandboxError {
             throw error

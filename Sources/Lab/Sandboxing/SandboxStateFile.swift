@@ -1,10 +1,8 @@
 import JSONDocument
 
-/// The text of a state file, written and read by hand with JSONDocument rather than through Codable and
-/// Foundation's JSON coders: a `linkcond apply` reads the state twice and writes it once, and in a fresh
-/// process Codable's first use of each type costs more (runtime type look-ups, metadata) than the whole
-/// file takes to parse. The format is the one `JSONEncoder` wrote (keys sorted, two-space indent), so
-/// either reads the other's files.
+/// The text of a state file, written and read with JSONDocument (keys sorted, two-space indent): in a fresh
+/// process Codable's first use of each type would cost more (runtime type look-ups, metadata) than the whole
+/// file takes to parse.
 extension SandboxState {
     /// A state file's content that cannot be read as a state, in words for ``SandboxStore/Record/unreadable(detail:)``.
     struct FileProblem: Error {
@@ -20,10 +18,23 @@ extension SandboxState {
         var members: [(key: String, value: JSONValue)] = [
             ("cellular", .bool(cellular)), ("complete", .bool(complete)), ("createdAt", .string(createdAt)), ("name", .string(name)),
             ("namespaces", .array(namespaces.map(JSONValue.string))), ("processes", .array(processes.map(\.jsonValue))),
-            ("version", .number(JSONNumber(version))), ("wire", .bool(wire)),
+            // Written in the current format whatever version it was read in.
+            ("version", .number(JSONNumber(SandboxState.currentVersion))), ("wire", .bool(wire)),
         ]
         if let backend { members.append(("backend", .string(backend))) }
-        if let conditions { members.append(("conditions", conditions.jsonValue)) }
+        if !conditions.isEmpty {
+            members.append(("conditions", .object(conditions.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonValue) })))
+        }
+        if generation > 0 { members.append(("generation", .number(JSONNumber(value: Double(generation), literal: String(generation))))) }
+        if let pending {
+            var change: [(key: String, value: JSONValue)] = [
+                ("generation", .number(JSONNumber(value: Double(pending.generation), literal: String(pending.generation)))),
+                ("links", .array(pending.links.map(JSONValue.string))), ("operation", .string(pending.operation)),
+                ("startedAt", .string(pending.startedAt)),
+            ]
+            if let applied = pending.conditions { change.append(("conditions", applied.jsonValue)) }
+            members.append(("pending", .object(change.sorted { $0.key < $1.key })))
+        }
         return .object(members.sorted { $0.key < $1.key })
     }
 
@@ -50,7 +61,27 @@ extension SandboxState {
         state.complete = try object.bool("complete")
         state.createdAt = try object.string("createdAt")
         if let conditions = object.member("conditions"), conditions != .null {
-            state.conditions = try AppliedConditions(file: FileObject(conditions, path: "conditions."))
+            if state.version == 2 {
+                // One profile for the links it names (all of them without a list).
+                let record = try FileObject(conditions, path: "conditions.")
+                let applied = try AppliedConditions(file: record)
+                let links = try record.optionalStrings("links") ?? (state.cellular ? ["wifi", "cellular"] : ["wifi"])
+                for link in links { state.conditions[link] = applied }
+            } else {
+                for (link, value) in try FileObject(conditions, path: "conditions.").members {
+                    state.conditions[link] = try AppliedConditions(file: FileObject(value, path: "conditions.\(link)."))
+                }
+            }
+        }
+        if object.member("generation") != nil { state.generation = try object.integer("generation") }
+        if let pending = object.member("pending"), pending != .null {
+            let change = try FileObject(pending, path: "pending.")
+            state.pending = PendingChange(
+                operation: try change.string("operation"), links: try change.optionalStrings("links") ?? [], generation: try change.integer("generation"),
+                conditions: try change.member("conditions").flatMap { (value) throws(FileProblem) in
+                    value == .null ? nil : try AppliedConditions(file: FileObject(value, path: "pending.conditions."))
+                },
+                startedAt: try change.string("startedAt"))
         }
         return state
     }
@@ -59,7 +90,7 @@ extension SandboxState {
 extension SandboxState.AppliedConditions {
     var jsonValue: JSONValue {
         var members: [(key: String, value: JSONValue)] = [("appliedAt", .string(appliedAt)), ("profile", .string(profile))]
-        if let links { members.append(("links", .array(links.map(JSONValue.string)))) }
+        if let document { members.append(("document", document)) }
         if let source { members.append(("source", .string(source))) }
         if let targets { members.append(("targets", .array(targets.map(JSONValue.string)))) }
         return .object(members.sorted { $0.key < $1.key })
@@ -67,19 +98,10 @@ extension SandboxState.AppliedConditions {
 
     init(file object: FileObject) throws(SandboxState.FileProblem) {
         self.init(profile: try object.string("profile"), source: try object.optionalString("source"), appliedAt: try object.string("appliedAt"))
-        if let links = object.member("links"), links != .null {
-            guard case let .array(elements) = links else { throw object.bad("links") }
-            self.links = try elements.map { (element) throws(SandboxState.FileProblem) in
-                guard case let .string(link) = element else { throw object.bad("links") }
-                return link
-            }
-        }
-        if let targets = object.member("targets"), targets != .null {
-            guard case let .array(elements) = targets else { throw object.bad("targets") }
-            self.targets = try elements.map { (element) throws(SandboxState.FileProblem) in
-                guard case let .string(target) = element else { throw object.bad("targets") }
-                return target
-            }
+        targets = try object.optionalStrings("targets")
+        if let document = object.member("document"), document != .null {
+            guard case .object = document else { throw object.bad("document") }
+            self.document = document
         }
     }
 }
@@ -144,6 +166,15 @@ struct FileObject {
     func integer<T: FixedWidthInteger>(_ key: String) throws(SandboxState.FileProblem) -> T {
         guard case let .number(number) = try required(key), let value = number.integer(as: T.self) else { throw bad(key) }
         return value
+    }
+
+    func optionalStrings(_ key: String) throws(SandboxState.FileProblem) -> [String]? {
+        guard let value = member(key), value != .null else { return nil }
+        guard case let .array(elements) = value else { throw bad(key) }
+        return try elements.map { (element) throws(SandboxState.FileProblem) in
+            guard case let .string(text) = element else { throw bad(key) }
+            return text
+        }
     }
 
     func array(_ key: String) throws(SandboxState.FileProblem) -> [JSONValue] {

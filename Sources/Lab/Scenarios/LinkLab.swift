@@ -70,23 +70,24 @@ public final class LinkLab: @unchecked Sendable {
     public let conditions: any ConditioningBackend
     private let ownsSandbox: Bool
     private let server: ResponderServer?
-    private let sandboxLock: SandboxLock
+    /// The lab's hold on the sandbox, from ``open(_:isCancelled:)`` to ``close()``: its lock, and its state.
+    private let transaction: SandboxTransaction
     private let lock = NSLock()
     private var observed: ObservedProcess?
     private var closed = false
     /// How to put back what the lab changed on a sandbox it did not make, by what was changed (each kind of
     /// change once, however often it was made).
     private var undo: [(key: String, action: () throws -> Void)] = []
-    private let initialConditions: SandboxState.AppliedConditions?
+    private let initialConditions: [String: SandboxState.AppliedConditions]
     private let queue = DispatchQueue(label: "linkcond.lab")
 
     private init(
         sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, monitor: PathMonitor,
         prober: ReachabilityProber, options: Options, ownsSandbox: Bool, server: ResponderServer?, conditions: any ConditioningBackend,
-        sandboxLock: SandboxLock, initialConditions: SandboxState.AppliedConditions?
+        transaction: SandboxTransaction, initialConditions: [String: SandboxState.AppliedConditions]
     ) {
         self.conditions = conditions
-        self.sandboxLock = sandboxLock
+        self.transaction = transaction
         self.initialConditions = initialConditions
         self.sandbox = sandbox
         self.recorder = recorder
@@ -108,25 +109,29 @@ public final class LinkLab: @unchecked Sendable {
         let name = options.sandboxName ?? "lab\(getpid() % 100_000)x\(Int.random(in: 0..<1000))"
         let sandbox = Sandbox(topology: try SandboxTopology(name: name), store: options.store)
         let ownsSandbox = options.sandboxName == nil
-        let sandboxLock = try sandbox.lock(for: "run")
+        let transaction = try sandbox.transaction(for: "run")
         var server: ResponderServer?
         var succeeded = false
-        defer { if !succeeded { sandboxLock.release() } }
+        defer { if !succeeded { transaction.end() } }
         do {
             let conditioning = SandboxConditioning(sandbox: sandbox)
             let conditions: any ConditioningBackend
-            var initialConditions: SandboxState.AppliedConditions?
+            var initialConditions: [String: SandboxState.AppliedConditions] = [:]
             if ownsSandbox {
-                conditions = try conditioning.prepare(options.backend, cellular: options.cellular, server: .none, isCancelled: isCancelled).backend
+                conditions = try conditioning.prepare(
+                    options.backend, cellular: options.cellular, server: .none, in: transaction, isCancelled: isCancelled).backend
                 server = try startServer(for: sandbox)
                 try sandbox.waitForServer(timeout: 10, isCancelled: isCancelled)
             } else {
-                guard let state = try options.store.load(name), sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
+                guard let state = transaction.state, sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
                 if options.cellular && !state.cellular {
                     throw LabError.needsCellular(sandbox: name)
                 }
-                conditions = try conditioning.backend()
-                initialConditions = state.conditions
+                conditions = try conditioning.backend(in: transaction)
+                // A change an earlier command left unconfirmed is settled first, so what is put back at the
+                // end is what the links really held.
+                _ = try conditions.reconcile(in: transaction)
+                initialConditions = try transaction.upState().conditions
             }
             let directory = try options.reportDirectory ?? makeTemporaryDirectory()
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -135,7 +140,7 @@ public final class LinkLab: @unchecked Sendable {
             let lab = LinkLab(
                 sandbox: sandbox, recorder: recorder, reportDirectory: directory, monitor: PathMonitor(namespace: client),
                 prober: ReachabilityProber(namespace: client, settings: options.probe), options: options,
-                ownsSandbox: ownsSandbox, server: server, conditions: conditions, sandboxLock: sandboxLock,
+                ownsSandbox: ownsSandbox, server: server, conditions: conditions, transaction: transaction,
                 initialConditions: initialConditions)
             succeeded = true
             do {
@@ -148,7 +153,7 @@ public final class LinkLab: @unchecked Sendable {
             return lab
         } catch {
             server?.stop()
-            if ownsSandbox { _ = try? sandbox.down() }
+            if ownsSandbox { _ = sandbox.remove(in: transaction) }
             throw error
         }
     }
@@ -173,9 +178,8 @@ public final class LinkLab: @unchecked Sendable {
             echoPort: SandboxPlan.echoPort, dnsPort: SandboxPlan.dnsPort, portalFlagPath: sandbox.portalFlagPath)
         let server = ResponderServer(configuration: configuration)
         let serverNamespace = try NamedNamespace(existing: sandbox.topology.serverNamespace)
-        // Sockets opened on the namespace's thread stay in the server namespace; the server's own threads
-        // serve them from there.
-        try serverNamespace.run { try server.start() }
+        // The socket factory opens the listeners in the server namespace; the server's threads serve them.
+        try server.start(in: serverNamespace)
         return server
     }
 
@@ -262,33 +266,31 @@ public final class LinkLab: @unchecked Sendable {
     /// Applies a profile to some of the client's links (nil: every link) and records it on the conditions
     /// lane, with the transaction's duration, the links, the targets and the backend.
     public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?) throws {
-        remember("conditions") { [sandbox, initialConditions, conditions, options] in
-            try Self.restore(initialConditions, on: conditions, sandbox: sandbox, catalogDirectory: options.catalogDirectory)
+        remember("conditions") { [transaction, initialConditions, conditions, options] in
+            try Self.restore(initialConditions, on: conditions, in: transaction, catalogDirectory: options.catalogDirectory)
         }
         let scope = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
         try recordConditions(profile.name, action: "apply \(profile.name)\(scope)", profile: profile, links: links) {
-            try conditions.apply(profile, links: links).requests
+            try conditions.apply(profile, links: links, in: transaction).requests
         }
     }
 
     /// Removes the conditions from some of the client's links (nil: every link).
     public func clear(links: Set<Sandbox.ClientLink>? = nil) throws {
-        remember("conditions") { [sandbox, initialConditions, conditions, options] in
-            try Self.restore(initialConditions, on: conditions, sandbox: sandbox, catalogDirectory: options.catalogDirectory)
+        remember("conditions") { [transaction, initialConditions, conditions, options] in
+            try Self.restore(initialConditions, on: conditions, in: transaction, catalogDirectory: options.catalogDirectory)
         }
         let scope = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
-        try recordConditions("clear", action: "clear\(scope)", links: links) { try conditions.clear(links: links).count }
+        try recordConditions("clear", action: "clear\(scope)", links: links) { try conditions.clear(links: links, in: transaction).count }
     }
 
+    /// Puts back the conditions each link had when the lab opened (as the state recorded them): a link's
+    /// recorded profile, or nothing.
     private static func restore(
-        _ initial: SandboxState.AppliedConditions?, on backend: any ConditioningBackend, sandbox: Sandbox, catalogDirectory: String?
+        _ initial: [String: SandboxState.AppliedConditions], on backend: any ConditioningBackend, in transaction: SandboxTransaction,
+        catalogDirectory: String?
     ) throws {
-        guard let initial else {
-            _ = try backend.clear(links: nil)
-            return
-        }
-        let profile = try ProfileCatalog.find(initial.source ?? initial.profile, directory: catalogDirectory)
-        _ = try backend.apply(profile, links: initial.links.map { Set($0.compactMap(Sandbox.ClientLink.init(rawValue:))) })
+        try backend.restore(initial, in: transaction, catalogDirectory: catalogDirectory)
     }
 
     /// Notes how to undo a kind of change, once (the first time it is made), for ``close()``.
@@ -356,32 +358,6 @@ public final class LinkLab: @unchecked Sendable {
         }
     }
 
-    // MARK: Waiting
-
-    /// Waits until the path monitor reports `status`; returns the update. Throws ``LabError/timedOut``.
-    @discardableResult
-    public func waitForPath(_ status: NetworkPath.Status, within seconds: Double) async throws -> PathUpdate {
-        let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
-        while true {
-            if let update = monitor.currentUpdate, update.path.status == status { return update }
-            guard MonotonicClock.nanoseconds() < deadline else {
-                throw LabError.timedOut(what: "path \(status)", seconds: seconds, last: monitor.currentPath?.summary ?? "none")
-            }
-            try await Task.sleep(nanoseconds: 5_000_000)
-        }
-    }
-
-    /// Waits until the prober reports `state`. Throws ``LabError/timedOut``.
-    public func waitForReachability(_ state: ReachabilityState, within seconds: Double) async throws {
-        let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
-        while prober.currentState != state {
-            guard MonotonicClock.nanoseconds() < deadline else {
-                throw LabError.timedOut(what: "reachability \(state)", seconds: seconds, last: prober.currentState.rawValue)
-            }
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
-    }
-
     // MARK: The user's app
 
     /// Runs `command` (through `/bin/sh -c`) in the client namespace, replacing an earlier one, and records
@@ -430,8 +406,8 @@ public final class LinkLab: @unchecked Sendable {
         monitor.cancel()
         _ = try? recorder.record(.scenario, TimelineKind.runFinished, "run finished")
         server?.stop()
-        if ownsSandbox { _ = try? sandbox.down() }
-        sandboxLock.release()
+        if ownsSandbox { _ = sandbox.remove(in: transaction) }
+        transaction.end()
     }
 }
 

@@ -1,44 +1,48 @@
 import Foundation
 import JSONDocument
 import Glibc
+import LinkcondSystem
 import NetNamespace
 import Timeline
 
 /// The user's own program, run in the client namespace, whose output lines become app-lane events.
 final class ObservedProcess: @unchecked Sendable {
     let process: SpawnedProcess
-    private let readFD: Int32
+    private let readFD: FileDescriptor
     private let reader: Thread
 
     init(command: String, namespace: NamedNamespace, recorder: TimelineRecorder) throws {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw NamespaceError.system(operation: "create a pipe for --observe", errno: errno) }
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        let (readEnd, writeEnd): (FileDescriptor, FileDescriptor)
         do {
-            // A process group of its own: `sh -c` starts the app as a child, and ending the run must end both.
-            process = try namespace.spawn("/bin/sh", arguments: ["-c", command], standardOutput: fds[1], grouping: .newGroup)
+            (readEnd, writeEnd) = try FileDescriptor.pipe()
         } catch {
-            close(fds[0])
-            close(fds[1])
+            throw NamespaceError.system(operation: "create a pipe for --observe", errno: error.errno.rawValue)
+        }
+        do {
+            // A process group and a PID namespace of its own: `sh -c` starts the app as a child, and whatever the
+            // app starts in turn — in the background, with setsid, as a daemon — lives in that namespace and
+            // ends with the run (the namespace's first process dies with the shell's supervisor).
+            process = try namespace.spawn(
+                "/bin/sh", arguments: ["-c", command], standardOutput: writeEnd.rawValue, grouping: .newGroup, ownPIDNamespace: true)
+        } catch {
+            try? readEnd.close()
+            try? writeEnd.close()
             throw error
         }
-        close(fds[1])
-        readFD = fds[0]
-        let fd = fds[0]
+        try? writeEnd.close()
+        readFD = readEnd
+        let fd = readEnd
         reader = Thread {
             Self.readLines(fd: fd, recorder: recorder)
         }
         reader.start()
     }
 
-    private static func readLines(fd: Int32, recorder: TimelineRecorder) {
+    private static func readLines(fd: FileDescriptor, recorder: TimelineRecorder) {
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
+            guard let count = try? buffer.withUnsafeMutableBytes({ try fd.read(into: $0) }), count > 0 else { break }
             pending += buffer[0..<count]
             while let newline = pending.firstIndex(of: 0x0a) {
                 let line = String(decoding: pending[..<newline], as: UTF8.self)
@@ -47,7 +51,7 @@ final class ObservedProcess: @unchecked Sendable {
             }
         }
         if !pending.isEmpty { record(line: String(decoding: pending, as: UTF8.self), recorder: recorder) }
-        close(fd)
+        try? fd.close()
     }
 
     /// A JSON object's scalar fields become details and its `state` the lane's state; other lines are

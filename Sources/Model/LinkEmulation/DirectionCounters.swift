@@ -1,6 +1,6 @@
 /// What a direction did, since it was built (a swap keeps counting). Every frame is accounted for:
 /// `offeredFrames + duplicatedFrames == passedFrames + lostFrames + queueDroppedFrames + backlogFrames`.
-public struct DirectionCounters: Sendable, Equatable, Codable {
+public struct DirectionCounters: Sendable, Equatable {
     /// Frames offered by the I/O.
     public var offeredFrames: UInt64 = 0
     /// Bytes offered by the I/O.

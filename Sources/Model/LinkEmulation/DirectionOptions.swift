@@ -44,6 +44,14 @@ public struct DirectionOptions: Sendable, Equatable {
         self.seed = seed
     }
 
+    /// The options `direction` of `profile` needs beside its conditions: the profile's DNS delay (used on the
+    /// uplink), its targets and the direction's delivery trace.
+    public init(profile: Profile, direction: LinkDirection, seed: UInt64 = UInt64.random(in: .min ... .max)) {
+        self.init(
+            direction: direction, dnsDelay: profile.dnsDelay, targets: profile.targets, trace: profile.conditions(direction).trace,
+            seed: seed)
+    }
+
     /// The DNS delay in force: ``dnsDelay`` on the uplink, 0 on the downlink.
     public var effectiveDNSDelay: UInt64 { direction == .uplink ? dnsDelay : 0 }
 }

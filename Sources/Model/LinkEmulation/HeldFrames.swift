@@ -29,7 +29,7 @@ struct HeldFrames: ~Copyable {
 
     init() {
         lanes = .allocate(capacity: Self.laneCount)
-        lanes.initialize(repeating: RingBuffer(), count: Self.laneCount)
+        for lane in 0..<Self.laneCount { (lanes + lane).initialize(to: RingBuffer()) }
     }
 
     /// Whether `lane` holds nothing.
@@ -102,10 +102,9 @@ struct HeldFrames: ~Copyable {
 
     deinit {
         for lane in 0..<Self.laneCount {
-            let ring = lanes[lane]
-            for offset in 0..<ring.count { ring[offset].buffer.deallocate() }
-            ring.deallocate()
+            for offset in 0..<lanes[lane].count { lanes[lane][offset].buffer.deallocate() }
         }
+        // Each ring frees its own storage as it is deinitialized.
         lanes.deinitialize(count: Self.laneCount)
         lanes.deallocate()
     }
@@ -151,10 +150,15 @@ struct FramePool: ~Copyable {
         .allocate(byteCount: max(size, 1), alignment: 16)
     }
 
+    /// Frees the buffers `ring` holds (the ring frees its own storage when it goes).
+    private static func free(_ ring: borrowing RingBuffer<UnsafeMutableRawPointer>) {
+        for offset in 0..<ring.count { ring[offset].deallocate() }
+    }
+
     deinit {
-        for ring in [small, standard, large, jumbo] {
-            for offset in 0..<ring.count { ring[offset].deallocate() }
-            ring.deallocate()
-        }
+        Self.free(small)
+        Self.free(standard)
+        Self.free(large)
+        Self.free(jumbo)
     }
 }

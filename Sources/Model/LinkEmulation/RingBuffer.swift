@@ -1,10 +1,9 @@
 /// A first-in first-out queue of plain values in a power-of-two ring: O(1) push and pop, storage that
 /// grows by doubling and is then reused, so a steady flow allocates nothing.
 ///
-/// The storage is managed by hand: the owner calls ``deallocate()`` exactly once (the model's queues live
-/// inside one non-copyable owner whose `deinit` does it). Copies of the struct share the storage; the model
-/// never copies one.
-struct RingBuffer<Element: BitwiseCopyable> {
+/// Non-copyable: the ring owns its storage and frees it in `deinit`, so no two values can share (and
+/// doubly free) it. Owners keep rings in stored properties (or initialized memory) and borrow them.
+struct RingBuffer<Element: BitwiseCopyable>: ~Copyable {
     private var storage: UnsafeMutablePointer<Element>?
     private var mask = -1
     private var head = 0
@@ -65,8 +64,7 @@ struct RingBuffer<Element: BitwiseCopyable> {
         head = 0
     }
 
-    /// Frees the storage, for an owner's `deinit`; the ring must not be used afterwards.
-    func deallocate() {
+    deinit {
         storage?.deallocate()
     }
 }

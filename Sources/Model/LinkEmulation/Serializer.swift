@@ -92,6 +92,4 @@ struct TransmitBacklog: ~Copyable {
         frames += 1
         bytes += UInt64(length)
     }
-
-    deinit { entries.deallocate() }
 }

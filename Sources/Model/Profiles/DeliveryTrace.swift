@@ -1,3 +1,5 @@
+import JSONDocument
+
 /// A delivery trace in Mahimahi's `mm-link` format: when the link can deliver, one 1500-byte opportunity
 /// at a time. netem has no counterpart; the userspace engine replaces its rate serializer with it.
 ///
@@ -16,6 +18,9 @@ public struct DeliveryTrace: Sendable, Equatable {
     /// The file the trace was read from, as the profile names it (relative to the profile's folder); not
     /// part of the trace's identity: two traces with the same opportunities are equal.
     public var file: String?
+    /// Where that file is: ``file`` resolved against the profile's folder (what the engine is told to read).
+    /// Not part of the trace's identity either.
+    public var path: String?
 
     /// Two traces are equal when their opportunities are.
     public static func == (lhs: DeliveryTrace, rhs: DeliveryTrace) -> Bool { lhs.milliseconds == rhs.milliseconds }
@@ -45,7 +50,7 @@ public struct DeliveryTrace: Sendable, Equatable {
             guard line.allSatisfy({ (48...57).contains($0) }) else {
                 throw EmulationInputError(
                     .invalidValue, source: source, line: lineNumber,
-                    problem: "\"\(String(decoding: line, as: UTF8.self))\" is not a whole number of milliseconds",
+                    problem: "\(JSONWriter.excerpt(String(decoding: line, as: UTF8.self))) is not a whole number of milliseconds",
                     expected: "one non-negative integer per line: the millisecond of a 1500-byte delivery opportunity")
             }
             var value: UInt64 = 0
@@ -55,7 +60,7 @@ public struct DeliveryTrace: Sendable, Equatable {
             guard value <= Self.maximumMillisecond else {
                 throw EmulationInputError(
                     .outOfRange, source: source, line: lineNumber,
-                    problem: "\(String(decoding: line, as: UTF8.self)) ms is too large",
+                    problem: "\(JSONWriter.excerpt(String(decoding: line, as: UTF8.self))) ms is too large",
                     expected: "at most \(Self.maximumMillisecond) ms")
             }
             if let previous = values.last, UInt32(value) < previous {
@@ -173,19 +178,5 @@ extension Substring.UTF8View {
             return self[endIndex...]
         }
         return self[first...last]
-    }
-}
-
-extension DeliveryTrace: Codable {
-    /// Reads the milliseconds back, checked as ``init(milliseconds:)`` checks them.
-    public init(from decoder: any Decoder) throws {
-        let milliseconds = try decoder.singleValueContainer().decode([UInt32].self)
-        try self.init(milliseconds: milliseconds)
-    }
-
-    /// Writes the milliseconds as a JSON array.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(milliseconds)
     }
 }

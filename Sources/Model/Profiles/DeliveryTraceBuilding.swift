@@ -1,3 +1,5 @@
+import JSONDocument
+
 /// Making delivery traces from rates over time, and reading a trace's summary.
 extension DeliveryTrace {
     /// A trace that delivers the rates of `text`, a CSV of `TIME,RATE` rows (what `linkcond trace from-csv`
@@ -24,28 +26,28 @@ extension DeliveryTrace {
             if rows.isEmpty, fields.count == 2, Self.time(fields[0]) == nil, fields[0].first?.isLetter == true { continue }  // header
             guard fields.count == 2 else {
                 throw EmulationInputError(
-                    .invalidValue, source: source, line: lineNumber, problem: "\"\(line)\" is not a TIME,RATE row",
+                    .invalidValue, source: source, line: lineNumber, problem: "\(JSONWriter.excerpt(line)) is not a TIME,RATE row",
                     expected: "two fields: the time the rate starts (seconds, or with a unit) and the rate (bits per second, or with a unit)")
             }
             guard let start = Self.time(fields[0]) else {
                 throw EmulationInputError(
-                    .invalidValue, source: source, line: lineNumber, problem: "\"\(fields[0])\" is not a time",
+                    .invalidValue, source: source, line: lineNumber, problem: "\(JSONWriter.excerpt(fields[0])) is not a time",
                     expected: "seconds since the start (\"1.5\") or a time with its unit (\"1500ms\")")
             }
             guard let rate = Self.rate(fields[1]) else {
                 throw EmulationInputError(
-                    .invalidValue, source: source, line: lineNumber, problem: "\"\(fields[1])\" is not a rate",
+                    .invalidValue, source: source, line: lineNumber, problem: "\(JSONWriter.excerpt(fields[1])) is not a rate",
                     expected: "bits per second (\"12000000\") or a rate with its unit (\"12mbit\")")
             }
             if let previous = rows.last, start <= previous.start {
                 throw EmulationInputError(
                     .outOfOrder, source: source, line: lineNumber,
-                    problem: "the row starts at \(fields[0]), not after the row on line \(previous.line)",
+                    problem: "the row starts at \(JSONWriter.excerpt(fields[0])), not after the row on line \(previous.line)",
                     expected: "increasing times")
             }
             if rows.isEmpty && start != 0 {
                 throw EmulationInputError(
-                    .invalidValue, source: source, line: lineNumber, problem: "the first row starts at \(fields[0])",
+                    .invalidValue, source: source, line: lineNumber, problem: "the first row starts at \(JSONWriter.excerpt(fields[0]))",
                     expected: "a first row at time 0")
             }
             rows.append((start, rate, lineNumber))
@@ -54,8 +56,27 @@ extension DeliveryTrace {
             throw EmulationInputError(.empty, source: source, problem: "no TIME,RATE rows", expected: "at least one row, the first at time 0")
         }
         let lastLength = rows.count > 1 ? rows[rows.count - 1].start - rows[rows.count - 2].start : 1_000_000_000
-        let end = rows[rows.count - 1].start + lastLength
-        let endMillisecond = (end + 999_999) / 1_000_000
+        let (end, overflow) = rows[rows.count - 1].start.addingReportingOverflow(lastLength)
+        let endMillisecond = (end / 1_000_000) + (end % 1_000_000 == 0 ? 0 : 1)
+        guard !overflow, endMillisecond <= Self.maximumMillisecond else {
+            throw EmulationInputError(
+                .outOfRange, source: source, line: rows[rows.count - 1].line,
+                problem: "the trace would last \(overflow ? "beyond" : "until") \(Quantity.formatTime(overflow ? UInt64.max : end)) (its last row lasts as long as the one before)",
+                expected: "a trace that ends by \(Self.maximumMillisecond) ms (about 49.7 days), the most a trace line holds")
+        }
+        // Counted before anything is built: the trace must stay a file a profile can name.
+        var bits = 0.0
+        for (index, row) in rows.enumerated() {
+            let length = index + 1 < rows.count ? rows[index + 1].start - row.start : lastLength
+            bits += Double(row.rate) * Double(length) / 1e9
+        }
+        let opportunities = bits / Double(Self.bytesPerOpportunity * 8)
+        guard opportunities <= Double(Self.maximumOpportunities) else {
+            throw EmulationInputError(
+                .outOfRange, source: source,
+                problem: "the rates add up to \(Int(opportunities.rounded())) delivery opportunities of 1500 bytes",
+                expected: "at most \(Self.maximumOpportunities) (a trace file of up to 64 MiB, what a profile reads): a shorter trace, or lower rates (it repeats)")
+        }
         let bitsPerOpportunity = UInt64(Self.bytesPerOpportunity * 8)
         var milliseconds: [UInt32] = []
         var credit: UInt64 = 0  // bit·milliseconds / 1000, i.e. bits × 1000 to keep rates exact
@@ -78,8 +99,16 @@ extension DeliveryTrace {
         try self.init(milliseconds: milliseconds)
     }
 
+    /// The most opportunities ``init(rateCSV:source:)`` writes: with up to 7 digits a line, the trace stays
+    /// within the 64 MiB a profile reads.
+    public static let maximumOpportunities = 8_000_000
+
     private static func time(_ text: String) -> UInt64? {
-        if let seconds = Double(text), seconds >= 0, seconds.isFinite { return UInt64((seconds * 1e9).rounded()) }
+        // A time beyond what nanoseconds in 64 bits hold is not one (the trace's own bound is checked later).
+        if let seconds = Double(text), seconds >= 0, seconds.isFinite {
+            let nanoseconds = (seconds * 1e9).rounded()
+            return nanoseconds < 18_446_744_073_709_549_568 ? UInt64(nanoseconds) : nil
+        }
         return try? Quantity.time(text)
     }
 

@@ -1,7 +1,7 @@
 /// The conditions on one direction of a link, as the user meant them: rates in bits per second, times
 /// in nanoseconds, probabilities as fractions from 0 to 1. Turning them into netem's wire values
 /// (scaled 32-bit probabilities, bytes per second) is the backend's job.
-public struct LinkConditions: Sendable, Equatable, Codable {
+public struct LinkConditions: Sendable, Equatable {
     /// The bandwidth in bits per second; `nil` leaves it unlimited.
     public var rate: UInt64?
     /// The delay added to every packet, in nanoseconds.
@@ -68,7 +68,7 @@ public struct LinkConditions: Sendable, Equatable, Codable {
 }
 
 /// The shape of the delay variation (netem's `distribution`).
-public enum DelayDistribution: String, Sendable, Equatable, CaseIterable, Codable {
+public enum DelayDistribution: String, Sendable, Equatable, CaseIterable {
     /// Evenly spread over delay ± jitter (netem's default).
     case uniform
     /// A normal distribution with standard deviation `jitter`.
@@ -80,7 +80,7 @@ public enum DelayDistribution: String, Sendable, Equatable, CaseIterable, Codabl
 }
 
 /// Which packets are dropped. All probabilities are fractions from 0 to 1.
-public enum LossModel: Sendable, Equatable, Codable {
+public enum LossModel: Sendable, Equatable {
     /// Each packet is dropped with `probability`; `correlation` (0 to 1) makes a drop more likely right
     /// after a drop (netem's `loss random PERCENT CORRELATION`).
     case random(probability: Double, correlation: Double)
@@ -103,7 +103,7 @@ public enum LossModel: Sendable, Equatable, Codable {
 }
 
 /// A probability with a correlation, for duplication and corruption. Both are fractions from 0 to 1.
-public struct Chance: Sendable, Equatable, Codable {
+public struct Chance: Sendable, Equatable {
     /// How often it happens.
     public var probability: Double
     /// How much each decision depends on the previous one; 0 means independent.
@@ -117,7 +117,7 @@ public struct Chance: Sendable, Equatable, Codable {
 }
 
 /// Reordering: some packets skip the delay and overtake the ones before them.
-public struct Reorder: Sendable, Equatable, Codable {
+public struct Reorder: Sendable, Equatable {
     /// How often an eligible packet is sent at once, 0 to 1.
     public var probability: Double
     /// How much each decision depends on the previous one, 0 to 1.
@@ -135,7 +135,7 @@ public struct Reorder: Sendable, Equatable, Codable {
 
 /// Slotting (netem's `slot`): packets wait for the next slot, which opens after a delay between
 /// `minDelay` and `maxDelay`, and each slot carries at most `packets` packets and `bytes` bytes.
-public struct Slot: Sendable, Equatable, Codable {
+public struct Slot: Sendable, Equatable {
     /// The shortest time between slots, in nanoseconds.
     public var minDelay: UInt64
     /// The longest time between slots, in nanoseconds; at least `minDelay`.

@@ -55,6 +55,19 @@ public enum ProfileParser {
         try parse(data: Array(text.utf8), source: source)
     }
 
+    /// Reads a profile carried inside another document — `element`, a member of `document` — and checks it
+    /// by the same rules as a file; errors name the member's JSON path (`$.profile.downlink.loss`) in
+    /// `source`. A delivery trace whose path is a key of `knownTraces` is taken from there instead of being
+    /// read again (a trace is named by the path it was read from, ``DeliveryTrace/path``, when the profile
+    /// is written with ``json(of:tracesByPath:)``).
+    public static func read(
+        _ element: JSONElement, in document: ParsedJSON, source: String, knownTraces: [String: DeliveryTrace] = [:]
+    ) throws(ProfileError) -> Profile {
+        let profile = try ProfileReader(root: element, source: source, knownTraces: knownTraces).profile()
+        try ProfileValidator(locator: DocumentLocator(file: source, document: document), base: element.path).check(profile)
+        return profile
+    }
+
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(ProfileError) -> Profile {
         try parse(data: ProfileFiles.read(path), source: path)
@@ -70,5 +83,17 @@ public enum ProfileParser {
     /// The profile as JSON text in the shortest form of each value; parsing it gives the profile back.
     public static func jsonText(of profile: Profile) -> String {
         JSONWriter.text(of: ProfileWriter.json(profile)) + "\n"
+    }
+
+    /// The profile as a JSON value, as ``jsonText(of:)`` writes it; with `tracesByPath` a delivery trace is
+    /// named by the path it was read from rather than as the profile wrote it, so that a reader in another
+    /// folder (the engine) finds it.
+    public static func json(of profile: Profile, tracesByPath: Bool = false) -> JSONValue {
+        ProfileWriter.json(profile, traces: tracesByPath ? .resolved : .asWritten)
+    }
+
+    /// The conditions of one direction as a profile writes them (`{"rate": "240kbit", "delay": "400ms"}`).
+    public static func json(of conditions: LinkConditions) -> JSONValue {
+        ProfileWriter.json(conditions)
     }
 }

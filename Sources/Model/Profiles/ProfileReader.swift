@@ -8,6 +8,9 @@ struct ProfileReader {
     let root: JSONElement
     /// The profile's file; a trace's path is resolved against its folder.
     var source: String? = nil
+    /// Traces already in memory, by the path they were read from: a trace named by one of these paths is
+    /// taken from here instead of being read again (see ``ProfileParser/read(_:in:source:knownTraces:)``).
+    var knownTraces: [String: DeliveryTrace] = [:]
 
     /// The most bytes a delivery trace file may hold.
     static let maximumTraceSize = 64 << 20
@@ -107,10 +110,15 @@ struct ProfileReader {
         var folder = "."
         if let source, let slash = source.lastIndex(of: "/") { folder = String(source[..<slash]) }
         let path = written.hasPrefix("/") ? written : "\(folder)/\(written)"
+        if var known = knownTraces[path] {
+            known.file = written
+            return known
+        }
         let bytes = try DocumentFile.read(path, maximumSize: Self.maximumTraceSize, expected: "a delivery trace file")
         do {
             var trace = try DeliveryTrace(parsing: String(decoding: bytes, as: UTF8.self), source: path)
             trace.file = written
+            trace.path = path
             return trace
         } catch {
             throw element.error(error.description, expected: Self.traceExpectation, kind: .invalidValue)

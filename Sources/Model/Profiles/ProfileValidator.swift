@@ -6,6 +6,9 @@ import JSONDocument
 struct ProfileValidator {
     /// Places errors in the document the profile was read from (if any).
     let locator: DocumentLocator
+    /// Where the profile sits in that document: the root for a profile file, a member for a profile
+    /// carried inside another document (the engine's control requests).
+    var base = JSONPath.root
 
     static let queueLimitExpectation = "a queue limit in packets: a whole number from 1 to \(UInt32.max)"
     static let gapExpectation =
@@ -19,13 +22,13 @@ struct ProfileValidator {
     }
 
     func check(_ profile: Profile) throws(DocumentError) {
-        try locator.checkName(profile.name, of: "profile")
-        try check(profile.downlink, at: JSONPath.root.appending("downlink"))
-        try check(profile.uplink, at: JSONPath.root.appending("uplink"))
-        try locator.checkTime(profile.dnsDelay, at: JSONPath.root.appending("dnsDelay"))
+        try locator.checkName(profile.name, of: "profile", at: base.appending("name"))
+        try check(profile.downlink, at: base.appending("downlink"))
+        try check(profile.uplink, at: base.appending("uplink"))
+        try locator.checkTime(profile.dnsDelay, at: base.appending("dnsDelay"))
         if profile.targets.count > Self.maximumTargets {
             throw locator.error(
-                .outOfRange, at: JSONPath.root.appending("targets"), problem: "\(profile.targets.count) targets",
+                .outOfRange, at: base.appending("targets"), problem: "\(profile.targets.count) targets",
                 expected: "at most \(Self.maximumTargets) targets (each becomes classifier rules on every link)")
         }
     }
@@ -183,12 +186,14 @@ struct ProfileValidator {
 }
 
 extension DocumentLocator {
-    /// Refuses a `$.name` that cannot name a profile or a scenario (see ``Profile/isValidName(_:)``);
+    /// Refuses a name (at `path`, by default `$.name`) that cannot name a profile or a scenario (see ``Profile/isValidName(_:)``);
     /// `thing` says which: `"Edge 2" is not a usable profile name`.
-    public func checkName(_ name: String, of thing: String) throws(DocumentError) {
+    public func checkName(_ name: String, of thing: String, at path: JSONPath = JSONPath.root.appending("name"))
+        throws(DocumentError)
+    {
         guard Profile.isValidName(name) else {
             throw error(
-                .invalidValue, at: JSONPath.root.appending("name"),
+                .invalidValue, at: path,
                 problem: "\(JSONWriter.quoted(name)) is not a usable \(thing) name",
                 expected: "1 to 64 lowercase letters, digits, '-', '_' or '.', starting with a letter or digit")
         }

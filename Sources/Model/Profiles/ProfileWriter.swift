@@ -3,13 +3,21 @@ import JSONDocument
 /// Writes a ``Profile`` as JSON in the shortest form of each value (`"240kbit"`, `"25%"`, a string where
 /// the full object would say nothing more), such that reading the text gives the profile back.
 enum ProfileWriter {
+    /// How a direction's delivery trace is named.
+    enum TraceReference {
+        /// As the profile names it (``DeliveryTrace/file``, relative to the profile's folder).
+        case asWritten
+        /// By the path it was read from (``DeliveryTrace/path``), for a reader in another folder.
+        case resolved
+    }
+
     /// The profile as a JSON object: `name`, then `description`, `downlink`, `uplink` and `dnsDelay` when
     /// they are not empty or neutral. ``Profile/source`` is not written.
-    static func json(_ profile: Profile) -> JSONValue {
+    static func json(_ profile: Profile, traces: TraceReference = .asWritten) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = [("name", .string(profile.name))]
         if !profile.description.isEmpty { members.append(("description", .string(profile.description))) }
-        if profile.downlink != .unconditioned { members.append(("downlink", json(profile.downlink))) }
-        if profile.uplink != .unconditioned { members.append(("uplink", json(profile.uplink))) }
+        if profile.downlink != .unconditioned { members.append(("downlink", json(profile.downlink, traces: traces))) }
+        if profile.uplink != .unconditioned { members.append(("uplink", json(profile.uplink, traces: traces))) }
         if profile.dnsDelay > 0 { members.append(("dnsDelay", .string(Quantity.formatTime(profile.dnsDelay)))) }
         if !profile.targets.isEmpty {
             members.append(("targets", .array(profile.targets.map { target in
@@ -29,7 +37,7 @@ enum ProfileWriter {
         return .object([("percent", percent(probability)), ("correlation", percent(correlation))])
     }
 
-    static func json(_ conditions: LinkConditions) -> JSONValue {
+    static func json(_ conditions: LinkConditions, traces: TraceReference = .asWritten) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = []
         if let rate = conditions.rate { members.append(("rate", .string(Quantity.formatRate(rate)))) }
         if conditions.delay > 0 { members.append(("delay", .string(Quantity.formatTime(conditions.delay)))) }
@@ -87,7 +95,9 @@ enum ProfileWriter {
             members.append(("queueLimit", .number(JSONNumber(Int(queueLimit)))))
         }
         if conditions.ecn { members.append(("ecn", .bool(true))) }
-        if let trace = conditions.trace, let file = trace.file { members.append(("trace", .string(file))) }
+        if let trace = conditions.trace, let file = traces == .resolved ? trace.path ?? trace.file : trace.file {
+            members.append(("trace", .string(file)))
+        }
         return .object(members)
     }
 }

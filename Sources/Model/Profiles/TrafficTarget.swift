@@ -1,3 +1,5 @@
+import JSONDocument
+
 import LinkcondBase
 
 /// Traffic that a direction's conditions apply to: packets to or from `to` (an address prefix), optionally
@@ -40,7 +42,7 @@ public struct TrafficTarget: Sendable, Equatable, CustomStringConvertible {
         if let `protocol` {
             guard let known = TrafficProtocol(rawValue: `protocol`.lowercased()) else {
                 throw EmulationInputError(
-                    .invalidValue, problem: "\"\(`protocol`)\" is not a protocol a target can name",
+                    .invalidValue, problem: "\(JSONWriter.excerpt(`protocol`)) is not a protocol a target can name",
                     expected: "tcp, udp or icmp (icmp also matches ICMPv6)")
             }
             parsedProtocol = known
@@ -76,7 +78,7 @@ extension TrafficTarget {
         let expectation = "an IPv4 or IPv6 prefix such as \"198.18.2.0/24\" or \"2001:2::/48\", or a bare address"
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let address = IPAddress(String(parts[0])) else {
-            throw EmulationInputError(.invalidValue, problem: "\"\(text)\" is not an IP address or prefix", expected: expectation)
+            throw EmulationInputError(.invalidValue, problem: "\(JSONWriter.excerpt(text)) is not an IP address or prefix", expected: expectation)
         }
         var length = address.bitLength
         if parts.count == 2 {
@@ -85,7 +87,7 @@ extension TrafficTarget {
                 let value = UInt8(lengthText), value <= address.bitLength
             else {
                 throw EmulationInputError(
-                    .outOfRange, problem: "\"\(text)\" has no valid prefix length",
+                    .outOfRange, problem: "\(JSONWriter.excerpt(text)) has no valid prefix length",
                     expected: "a prefix length from 0 to \(address.bitLength) after the \"/\"")
             }
             length = value
@@ -93,31 +95,9 @@ extension TrafficTarget {
         let network = IPPrefix(address: address, length: length)!.network
         guard network.address == address else {
             throw EmulationInputError(
-                .invalidValue, problem: "\"\(text)\" has host bits set beyond the /\(length)",
+                .invalidValue, problem: "\(JSONWriter.excerpt(text)) has host bits set beyond the /\(length)",
                 expected: "the network address, \"\(network)\"")
         }
         return network
-    }
-}
-
-extension TrafficTarget: Codable {
-    private enum CodingKeys: String, CodingKey {
-        case to, `protocol`, port
-    }
-
-    /// Reads `{"to": "198.19.0.0/24", "protocol": "tcp", "port": 443}`, checked as ``init(to:protocol:port:)``.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        try self.init(
-            to: try container.decode(String.self, forKey: .to), protocol: try container.decodeIfPresent(String.self, forKey: .protocol),
-            port: try container.decodeIfPresent(UInt16.self, forKey: .port))
-    }
-
-    /// Writes the target in the form ``init(from:)`` reads.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(to.description, forKey: .to)
-        try container.encodeIfPresent(`protocol`?.rawValue, forKey: .protocol)
-        try container.encodeIfPresent(port, forKey: .port)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LinkcondSystem
 
 /// Writes every report of a run into one directory: `timeline.json`, `junit.xml`, `timeline.html` and
 /// `summary.md` (`events.jsonl` is the recorder's). Metrics are computed once and shared by all of them.
@@ -45,24 +46,24 @@ public enum ReportWriter {
     /// Writes to `path.tmp`, then renames over `path`, so a reader never sees half a report.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws(TimelineError) {
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .io(path: temporary, operation: "create", errno: errno) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                close(fd)
-                unlink(temporary)
-                throw .io(path: temporary, operation: "write", errno: code)
-            }
-            offset += written
+        let file: FileDescriptor
+        do throws(SystemError) {
+            file = try FileDescriptor.open(temporary, .writeOnly, options: [.create, .truncate])
+        } catch {
+            throw .io(path: temporary, operation: "create", errno: error.errno.rawValue)
         }
-        if close(fd) != 0 {
-            let code = errno
+        do throws(SystemError) {
+            try file.writeAll(bytes)
+        } catch {
+            try? file.close()
             unlink(temporary)
-            throw .io(path: temporary, operation: "close", errno: code)
+            throw .io(path: temporary, operation: "write", errno: error.errno.rawValue)
+        }
+        do throws(SystemError) {
+            try file.close()
+        } catch {
+            unlink(temporary)
+            throw .io(path: temporary, operation: "close", errno: error.errno.rawValue)
         }
         if rename(temporary, path) != 0 {
             let code = errno

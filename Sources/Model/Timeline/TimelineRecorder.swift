@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import Synchronization
 
 /// The error type of the timeline layer.
@@ -24,7 +25,7 @@ public enum TimelineError: Error, Sendable, CustomStringConvertible {
 /// Thread-safe; events from all lanes go through one recorder, in the order they are recorded.
 public final class TimelineRecorder: Sendable {
     private struct State: ~Copyable {
-        var fd: Int32
+        let file: OwnedFileDescriptor
         var count = 0
     }
 
@@ -37,15 +38,15 @@ public final class TimelineRecorder: Sendable {
 
     /// Creates (or truncates) the file at `path` and starts the run's clock.
     public init(path: String, origin: UInt64 = MonotonicClock.nanoseconds()) throws(TimelineError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .io(path: path, operation: "create", errno: errno) }
+        let file: OwnedFileDescriptor
+        do throws(SystemError) {
+            file = try OwnedFileDescriptor.open(path, .writeOnly, options: [.create, .truncate, .append])
+        } catch {
+            throw .io(path: path, operation: "create", errno: error.errno.rawValue)
+        }
         self.path = path
         self.origin = origin
-        state = Mutex(State(fd: fd))
-    }
-
-    deinit {
-        _ = state.withLock { close($0.fd) }
+        state = Mutex(State(file: file))
     }
 
     /// Nanoseconds since the run's start, now.
@@ -78,14 +79,10 @@ public final class TimelineRecorder: Sendable {
         line.append(0x0a)
         let path = self.path
         try state.withLock { (state: inout State) throws(TimelineError) in
-            var offset = 0
-            while offset < line.count {
-                let written = line[offset...].withUnsafeBytes { write(state.fd, $0.baseAddress, $0.count) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw .io(path: path, operation: "append to", errno: errno)
-                }
-                offset += written
+            do throws(SystemError) {
+                try state.file.descriptor.writeAll(line)
+            } catch {
+                throw .io(path: path, operation: "append to", errno: error.errno.rawValue)
             }
             state.count += 1
         }

@@ -263,12 +263,13 @@ extension ConditioningTestCase {
         for (direction, conditions) in [(LinkMeasurement.Direction.uplink, profile.uplink), (.downlink, profile.downlink)] {
             let held = witness.direction(direction)
             let expected = try EngineWitness.encoded(conditions)
-            let dnsDelay = direction == .uplink ? Int(profile.dnsDelay) : 0
+            // The DNS delay is the profile's, in force on the uplink only.
+            let dnsDelay = profile.dnsDelay > 0 ? Quantity.formatTime(profile.dnsDelay) : nil
             table.check(
-                EngineWitness.same(held.conditions, expected) && held.dnsDelay == dnsDelay,
+                EngineWitness.same(held.conditions, expected) && witness.dnsDelay == dnsDelay,
                 prefix + "engine holds", direction.rawValue,
-                expected: EngineWitness.summary(expected) + (dnsDelay > 0 ? " dns +\(MeasureFormat.ms(Double(dnsDelay) / 1e9))" : ""),
-                measured: EngineWitness.summary(held.conditions) + (held.dnsDelay > 0 ? " dns +\(MeasureFormat.ms(Double(held.dnsDelay) / 1e9))" : ""),
+                expected: EngineWitness.summary(expected) + (direction == .uplink ? dnsDelay.map { " dns +" + $0 } ?? "" : ""),
+                measured: EngineWitness.summary(held.conditions) + (direction == .uplink ? witness.dnsDelay.map { " dns +" + $0 } ?? "" : ""),
                 "the engine holds other conditions than the profile's", file: file, line: line)
         }
         let sites = try measured.backend.installed()
@@ -277,18 +278,18 @@ extension ConditioningTestCase {
             (LinkDirection.uplink, profile.uplink, witness.routerSide), (.downlink, profile.downlink, witness.clientSide),
         ] {
             let site = sites.first { $0.site.direction == direction && $0.site.link == "wifi" }
-            let main = site?.qdiscs.first { $0.handle == "main" }
-            let dns = site?.qdiscs.first { $0.handle == "dns" }
+            let main = site?.stages.first { $0.handle == "main" }
+            let dns = site?.stages.first { $0.handle == "dns" }
             let limit = conditions.effectiveQueueLimit()
             let wantsDNS = direction == .uplink && profile.dnsDelay > 0
             let passed = site?.site.namespace == wire && site?.site.interface == interface && main?.kind == "engine"
-                && main?.conditions?.limit == limit && (dns != nil) == wantsDNS
-                && (dns?.conditions?.limit).map { $0 == conditions.effectiveQueueLimit(extraDelay: profile.dnsDelay) } ?? true
+                && main?.limit == limit && main?.conditions == conditions && main?.agreesWithRecord == true && (dns != nil) == wantsDNS
+                && (dns?.limit).map { $0 == conditions.effectiveQueueLimit(extraDelay: profile.dnsDelay) } ?? true
             table.check(
                 passed, prefix + "show", direction.rawValue,
                 expected: "engine at \(wire)/\(interface), limit \(limit)" + (wantsDNS ? " + dns" : ""),
-                measured: site.map { "\($0.qdiscs.map(\.kind).joined(separator: "+")) at \($0.site.namespace)/\($0.site.interface): "
-                    + ($0.qdiscs.map { $0.conditions?.text ?? "-" }.joined(separator: " | ")) } ?? "no site",
+                measured: site.map { "\($0.stages.map(\.kind).joined(separator: "+")) at \($0.site.namespace)/\($0.site.interface): "
+                    + ($0.stages.map { $0.text ?? "-" }.joined(separator: " | ")) } ?? "no site",
                 "EngineBackend.installed() does not describe the profile", file: file, line: line)
         }
         try checkEngineCounters(measured, table, step: step, file: file, line: line)

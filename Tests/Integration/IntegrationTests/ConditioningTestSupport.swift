@@ -1,6 +1,7 @@
 import Conditioning
 import Foundation
 import Glibc
+import JSONDocument
 import LinkcondBase
 import NetNamespace
 import Profiles
@@ -519,8 +520,8 @@ final class ResultBox<T>: @unchecked Sendable {
 // MARK: the engine's own read-back, decoded independently
 
 /// The engine's answer to `show`, asked on its control socket with a hand-written request and decoded with
-/// JSONSerialization (not linkcond's Codable types): what the engine holds and counts, as a witness beside
-/// `EngineBackend.installed()`, as `tc -s -j` is for netem.
+/// JSONSerialization (not linkcond's codec): what the engine holds — the profile document it reads back
+/// from its models — and counts, as a witness beside `EngineBackend.installed()`, as `tc -s -j` is for netem.
 struct EngineWitness {
     /// One direction's counters (DirectionCounters' fields that account for frames).
     struct Counters: Equatable, CustomStringConvertible {
@@ -575,9 +576,8 @@ struct EngineWitness {
 
     /// One direction of the wifi link.
     struct DirectionState {
-        /// The conditions held, as the engine encodes them.
+        /// The conditions held: the direction's member of the held profile document (`{}` when it has none).
         var conditions: [String: Any]
-        var dnsDelay: Int
         var counters: Counters
         /// Departure lateness of held frames: median, 99th percentile and maximum, nanoseconds.
         var latenessMedian: Int?
@@ -588,7 +588,10 @@ struct EngineWitness {
     }
 
     var pid: Int
+    /// The held profile's name, nil when the link is clear.
     var profile: String?
+    /// The held profile's DNS delay as the document writes it (`"3s"`), nil for none.
+    var dnsDelay: String?
     var uplink: DirectionState
     var downlink: DirectionState
     /// The wire ends, as the engine names them.
@@ -603,20 +606,21 @@ struct EngineWitness {
         guard let links = answer["links"] as? [[String: Any]], let wifi = links.first(where: { $0["link"] as? String == link }) else {
             throw ConditioningRequirementError("the engine at \(socketPath) reports no \(link) link: \(answer)")
         }
+        let held = wifi["profile"] as? [String: Any]
         func direction(_ key: String) throws -> DirectionState {
-            guard let object = wifi[key] as? [String: Any], let conditions = object["conditions"] as? [String: Any],
-                let counters = object["counters"] as? [String: Any]
+            guard let object = wifi[key] as? [String: Any], let counters = object["counters"] as? [String: Any]
             else { throw ConditioningRequirementError("the engine's \(link) link has no readable \(key): \(wifi)") }
             let lateness = object["lateness"] as? [String: Any]
             return DirectionState(
-                conditions: conditions, dnsDelay: (object["dnsDelay"] as? NSNumber)?.intValue ?? -1, counters: Counters(counters),
+                conditions: held?[key] as? [String: Any] ?? [:], counters: Counters(counters),
                 latenessMedian: (lateness?["median"] as? NSNumber)?.intValue, latenessP99: (lateness?["p99"] as? NSNumber)?.intValue,
                 latenessMaximum: (lateness?["maximum"] as? NSNumber)?.intValue,
                 receiveOverruns: (object["receiveOverruns"] as? NSNumber)?.intValue ?? -1)
         }
         return EngineWitness(
-            pid: (answer["pid"] as? NSNumber)?.intValue ?? -1, profile: wifi["profile"] as? String, uplink: try direction("uplink"),
-            downlink: try direction("downlink"), clientSide: wifi["clientSide"] as? String ?? "?", routerSide: wifi["routerSide"] as? String ?? "?")
+            pid: (answer["pid"] as? NSNumber)?.intValue ?? -1, profile: held?["name"] as? String, dnsDelay: held?["dnsDelay"] as? String,
+            uplink: try direction("uplink"), downlink: try direction("downlink"), clientSide: wifi["clientSide"] as? String ?? "?",
+            routerSide: wifi["routerSide"] as? String ?? "?")
     }
 
     /// One request line to the control socket, one JSON object back.
@@ -652,14 +656,15 @@ struct EngineWitness {
         return object
     }
 
-    /// The JSON object `conditions` encodes to (what the engine should report holding), for comparison with
-    /// ``DirectionState/conditions`` by value.
+    /// The JSON object a profile writes for `conditions` (what the engine should report holding), for
+    /// comparison with ``DirectionState/conditions`` by value. A trace is named by the path it was read from,
+    /// as the engine names the file it read.
     static func encoded(_ conditions: LinkConditions) throws -> [String: Any] {
-        let data = try JSONEncoder().encode(conditions)
-        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw ConditioningRequirementError("LinkConditions did not encode to a JSON object")
+        let text = JSONWriter.text(of: ProfileParser.json(of: Profile(name: "x", uplink: conditions), tracesByPath: true))
+        guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw ConditioningRequirementError("the profile writer did not write a JSON object")
         }
-        return object
+        return object["uplink"] as? [String: Any] ?? [:]
     }
 
     /// Whether two decoded JSON objects are the same value: compared as their canonical text (sorted keys),

@@ -63,7 +63,7 @@ final class EngineFailureTests: ConditioningTestCase {
         XCTAssertEqual(try answered(topology), 0, "UDP probes were answered after the engine died")
         // status, as text and as JSON, names the engine.
         let status = try linkcond(["status", "--name", name], store: store)
-        XCTAssertEqual(status.status, 0, status.errorOutput)
+        XCTAssertEqual(status.status, 1, "status exits 1 for a broken sandbox (LSB): \(status.errorOutput)")
         XCTAssertTrue(status.output.contains("broken"), status.output)
         XCTAssertTrue(status.output.contains("the engine (pid \(pid)) is not running"), status.output)
         let json = try linkcond(["status", "--name", name, "--json"], store: store)

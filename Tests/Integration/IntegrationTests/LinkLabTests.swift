@@ -87,4 +87,32 @@ final class LinkLabTests: IntegrationTestCase {
             }
         }
     }
+
+    /// Finding 9 of the reliability issue: what the observed app starts ends with the run, even a process it
+    /// detaches with `setsid` into a session of its own (it lives in the app's own PID namespace).
+    func testWhatTheObservedAppStartsEndsWithTheRunEvenDetached() async throws {
+        let store = makeStore()
+        let reports = NSTemporaryDirectory() + "lcit-lab-report-\(getpid())-\(UniqueName.next())"
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: reports) }
+        // A duration no other process on the machine sleeps for, to find it by its command line.
+        let marker = "3\(getpid() % 1000).\(UniqueName.next())"
+        func escapees() -> [Int32] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }.filter { pid in
+                guard let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")) else { return false }
+                return line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } == ["sleep", marker]
+            }
+        }
+        try await LinkLab.with(LinkLab.Options(reportDirectory: reports, store: store)) { lab in
+            try lab.observe(command: "setsid sleep \(marker) & echo '{\"state\": \"started\"}'; sleep 60")
+            let deadline = Date().addingTimeInterval(10)
+            while escapees().isEmpty && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+            XCTAssertEqual(escapees().count, 1, "the detached process did not start")
+        }
+        var waited = 0
+        while !escapees().isEmpty && waited < 200 {
+            usleep(10_000)
+            waited += 1
+        }
+        XCTAssertEqual(escapees(), [], "a process the observed app detached with setsid outlived the run")
+    }
 }

@@ -211,7 +211,7 @@ final class ReliabilityTests: SandboxTestCase {
             try garbage.write(toFile: SandboxStore(directory: store).path(for: name), atomically: false, encoding: .utf8)
 
             let status = try linkcond(["status"], store: store)
-            XCTAssertEqual(status.status, 0, status.errorOutput)
+            XCTAssertEqual(status.status, 1, "status exits 1 while a sandbox is damaged (LSB): \(status.errorOutput)")
             XCTAssertTrue(status.output.contains("sandbox \(name): the state file"), status.output)
             XCTAssertTrue(status.output.contains("sandbox \(healthy): healthy"), "one broken sandbox hid another: \(status.output)")
 

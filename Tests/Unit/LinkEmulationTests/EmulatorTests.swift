@@ -111,9 +111,6 @@ final class EmulatorTests: XCTestCase {
         XCTAssertEqual(counters.passedFrames, UInt64(harness.departures.count))
         XCTAssertEqual(counters.passedBytes, UInt64(harness.departures.reduce(0) { $0 + $1.bytes.count }))
         XCTAssertEqual(counters.offeredFrames + counters.duplicatedFrames, counters.passedFrames + counters.lostFrames + counters.queueDroppedFrames)
-
-        let decoded = try JSONDecoder().decode(DirectionCounters.self, from: JSONEncoder().encode(counters))
-        XCTAssertEqual(decoded, counters, "counters travel as JSON")
     }
 
     func testTheHeldBytesLimitProtectsMemory() {

@@ -113,7 +113,8 @@ final class NetemBackendTests: XCTestCase {
         XCTAssertEqual(report.roundTrips, lab.sentDatagrams)
         XCTAssertEqual(report.roundTrips, 4)
         let state = try XCTUnwrap(try lab.backend.sandbox.store.load("unit"))
-        XCTAssertEqual(state.conditions?.profile, "edge")
+        XCTAssertEqual(state.conditions["wifi"]?.profile, "edge")
+        XCTAssertEqual(try state.conditions["wifi"]?.recordedProfile()?.uplink, try edge.uplink, "the record keeps the profile's document")
     }
 
     // MARK: Switching
@@ -212,14 +213,25 @@ final class NetemBackendTests: XCTestCase {
         try lab.backend.apply(try threeG)
         let installed = try lab.backend.installed()
         XCTAssertEqual(installed.map(\.site.direction), [.uplink, .downlink])
-        let uplink = installed[0].qdiscs.compactMap(\.conditions).map(\.text)
+        let uplink = installed[0].stages.compactMap(\.text)
         XCTAssertEqual(uplink.count, 2)
-        XCTAssertTrue(uplink[0].hasPrefix("delay 100ms rate 330kbit limit "), uplink[0])
-        XCTAssertTrue(uplink[1].hasPrefix("delay 1100ms rate 330kbit limit "), uplink[1])
+        XCTAssertTrue(uplink[0].hasPrefix("rate 330kbit delay 100ms limit "), uplink[0])
+        XCTAssertTrue(uplink[1].hasPrefix("rate 330kbit delay 1100ms limit "), uplink[1])
+        XCTAssertEqual(installed.flatMap(\.stages).filter { $0.kind == "netem" }.map(\.agreesWithRecord), [true, true, true])
+        XCTAssertEqual(installed[1].stages.first?.conditions, try threeG.downlink, "shown in the profile's own terms")
+
+        // The kernel holds 3g, the record says edge: every netem says it does not agree.
+        var state = try XCTUnwrap(try lab.backend.sandbox.store.load("unit"))
+        state.record(try edge, on: nil)
+        try lab.backend.sandbox.store.save(state)
+        let stale = try lab.backend.installed()
+        XCTAssertEqual(stale.flatMap(\.stages).filter { $0.kind == "netem" }.map(\.agreesWithRecord), [false, false, false])
+        XCTAssertTrue(stale[0].stages[1].text?.hasPrefix("rate 330kbit delay 100ms") ?? false, "shown as the kernel reports it")
+
         XCTAssertEqual(try lab.backend.clear().count, 2)
         XCTAssertEqual(lab.client.qdiscs, [])
         XCTAssertEqual(lab.router.qdiscs, [])
-        XCTAssertNil(try lab.backend.sandbox.store.load("unit")?.conditions)
+        XCTAssertEqual(try lab.backend.sandbox.store.load("unit")?.conditions, [:])
     }
 }
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import Synchronization
 
 /// Small servers on 127.0.0.1 or ::1 (ephemeral ports, no privileges) that the real round talks to.
@@ -43,7 +44,7 @@ final class LoopbackServer: @unchecked Sendable {
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         let bound = SocketAddress(address, port: port).withSockaddr { bind(descriptor, $0, $1) }
         guard bound == 0, type != Int32(SOCK_STREAM.rawValue) || listen(descriptor, 16) == 0,
-              let local = SocketAddress.local(of: descriptor)
+              let local = SocketAddress.local(of: SocketDescriptor(rawValue: descriptor))
         else {
             let code = errno
             close(descriptor)

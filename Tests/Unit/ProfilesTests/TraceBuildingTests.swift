@@ -53,4 +53,25 @@ final class TraceBuildingTests: XCTestCase {
         XCTAssertNotNil(problem(""))
         XCTAssertEqual(problem("0,8bit\n")?.contains("never add up to one"), true)
     }
+
+    /// What a rate CSV may not make: a trace past what a trace line holds, a trace with more opportunities
+    /// than a profile reads (refused before anything is built), a time no 64-bit nanosecond count holds
+    /// (found by the delivery-trace fuzzer: it trapped), and input with escape sequences (shown escaped).
+    func testWhatACSVMayNotMakeIsRefusedWithASentence() {
+        func problem(_ text: String) -> String? {
+            do {
+                _ = try DeliveryTrace(rateCSV: text, source: "rates.csv")
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+        XCTAssertEqual(problem("0,1mbit\n4294967,1mbit\n")?.contains("ends by 4294967295 ms"), true, problem("0,1mbit\n4294967,1mbit\n") ?? "")
+        XCTAssertEqual(problem("0,999999gbit\n")?.contains("at most \(DeliveryTrace.maximumOpportunities)"), true)
+        XCTAssertEqual(problem("0,1mbit\n88888888888,1mbit\n")?.contains("\"88888888888\" is not a time"), true, problem("0,1mbit\n88888888888,1mbit\n") ?? "")
+        let escape = problem("0,1mbit\n\u{1b}[31mred,2\n") ?? ""
+        XCTAssertTrue(escape.contains("\\u001B[31mred") && !escape.contains("\u{1b}"), escape)
+        let long = problem("0,1mbit\n" + String(repeating: "x", count: 10_000) + ",1\n") ?? ""
+        XCTAssertLessThan(long.count, 400, "a long line is cut in the message")
+    }
 }

@@ -7,6 +7,7 @@
 #ifndef LINKCOND_CPACKET_H
 #define LINKCOND_CPACKET_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -63,6 +64,26 @@ static inline uint64_t cpk_monotonic_ns(void) {
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+/* TPACKET_V2 ring geometry from <linux/if_packet.h>, whose function-like macros Swift cannot import. */
+/* TPACKET_ALIGN(length): `length` rounded up to TPACKET_ALIGNMENT (16). */
+static inline size_t cpk_tpacket_align(size_t length) {
+    return TPACKET_ALIGN(length);
+}
+/* TPACKET_ALIGNMENT: what ring frames and their parts are aligned to. */
+static inline size_t cpk_tpacket_alignment(void) {
+    return TPACKET_ALIGNMENT;
+}
+/* TPACKET2_HDRLEN: the aligned struct tpacket2_hdr followed by a struct sockaddr_ll, the part of every
+ * frame before the kernel's own padding (af_packet.c sets po->tp_hdrlen to it for TPACKET_V2). */
+static inline size_t cpk_tpacket2_hdrlen(void) {
+    return TPACKET2_HDRLEN;
+}
+/* Where a frame's struct sockaddr_ll starts: right after the aligned header (tpacket_rcv writes it at
+ * h.raw + TPACKET_ALIGN(sizeof(struct tpacket2_hdr))). */
+static inline size_t cpk_tpacket2_address_offset(void) {
+    return TPACKET_ALIGN(sizeof(struct tpacket2_hdr));
+}
+
 /* tp_status of a TPACKET_V2 ring frame, read with acquire and written with release ordering: the kernel
  * and the reader hand each frame back and forth through it. */
 static inline uint32_t cpk_ring_status(const void *frame) {
@@ -71,6 +92,21 @@ static inline uint32_t cpk_ring_status(const void *frame) {
 static inline void cpk_ring_release(void *frame) {
     __atomic_store_n((uint32_t *)frame, (uint32_t)TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 }
+
+/* A fanout group of packet sockets (PACKET_FANOUT) whose one classic BPF program sends every frame to the
+ * member that joined last: `ret #1` modulo the number of members is member 1 of two (the newcomer) and
+ * member 0 of one. A receive ring is handed over to a larger one without losing or repeating a frame: the
+ * new socket joins, the program is set again (which waits for every frame already on its way, through
+ * synchronize_net), the old ring is read to its end and closed.
+ *
+ * Creates a group (type PACKET_FANOUT_CBPF, an id the kernel chooses: PACKET_FANOUT_FLAG_UNIQUEID) with `fd`
+ * as its only member and returns the group's id, or -1 with errno. `fd` must be bound. */
+int cpk_fanout_create(int fd, uint32_t extra_flags);
+/* Joins `fd` (bound to the same interface and protocol) to group `id` made by cpk_fanout_create; 0 or -1. */
+int cpk_fanout_join(int fd, uint16_t id, uint32_t extra_flags);
+/* (Re)sets the group's program to "the newest member" (PACKET_FANOUT_DATA); returns once frames already
+ * being delivered under the old program have arrived. 0 or -1 with errno. */
+int cpk_fanout_route_to_newest(int fd);
 
 /* A pause hint for spin loops. */
 static inline void cpk_cpu_relax(void) {

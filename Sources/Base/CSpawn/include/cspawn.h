@@ -22,6 +22,7 @@ enum lc_spawn_step {
     LC_SPAWN_EXEC = 10,
     LC_SPAWN_PROCESS_GROUP = 11,
     LC_SPAWN_CLOSE_FDS = 12,
+    LC_SPAWN_PID_NAMESPACE = 13,
 };
 
 struct lc_spawn_request {
@@ -37,11 +38,21 @@ struct lc_spawn_request {
     int new_session;                 /* setsid() in the child (detach from the terminal) */
     int new_process_group;           /* setpgid(0, 0) in the child, so the caller can end the whole group */
     const char *working_directory;   /* NULL: inherit */
+    int own_pid_namespace;           /* run the program in a PID namespace of its own (see lc_spawn) */
 };
 
 /* Forks and execs. The child keeps only descriptors 0, 1 and 2: every other one is marked close-on-exec
- * before execve, whoever opened it and however, so a spawned process never holds the caller's sockets. On success returns 0 and stores the child's pid. On failure returns the errno and stores
- * the step that failed in *failed_step; the child (if any) has been reaped. */
+ * before execve, whoever opened it and however, so a spawned process never holds the caller's sockets. On
+ * success returns 0 and stores the child's pid. On failure returns the errno and stores the step that
+ * failed in *failed_step; the child (if any) has been reaped.
+ *
+ * With own_pid_namespace the returned child stays in the caller's PID namespace and starts a new one
+ * whose first process (pid 1, a small reaper of this file's) runs the program as pid 2. Whatever the
+ * program starts — in the background, with setsid, daemonized — lives in that namespace and ends with it:
+ * when the program ends, when the returned child is signalled (SIGTERM, SIGINT, SIGHUP, SIGQUIT are passed
+ * on to every process in the namespace), or when the returned child is killed (the namespace's pid 1 dies
+ * with it, and the kernel kills every process left in the namespace). The returned child exits with the
+ * program's status (128 + the signal when a signal ended it). */
 int lc_spawn(const struct lc_spawn_request *request, pid_t *pid, int *failed_step);
 
 #endif

@@ -1,6 +1,7 @@
 import Profiles
 import Conditioning
 import Foundation
+import JSONDocument
 import LinkcondBase
 import RouteNetlink
 import Sandboxing
@@ -22,21 +23,29 @@ enum ConditionCommands {
         Interrupts.install()
         let executable = try SandboxCommands.ownExecutable()
         let conditioning = SandboxConditioning(sandbox: sandbox, engineExecutable: executable)
-        // One writer: the whole apply (bringing the sandbox up included) holds the sandbox's lock.
-        let lock = try sandbox.lock(for: "apply \(profile.name)", progress: Output.progress)
-        defer { lock.release() }
+        // One transaction: the whole apply (bringing the sandbox up included) holds the sandbox's lock, taken
+        // once, and reads its state once.
+        let transaction = try sandbox.transaction(for: "apply \(profile.name)", progress: Output.progress)
+        defer { transaction.end() }
         let links = links(parsed)
         let (backend, outcome) = try conditioning.prepare(
             SandboxCommands.backendChoice(parsed), cellular: links?.contains(.cellular) ?? false,
-            server: SandboxCommands.serveLaunch(sandbox, executable: executable), isCancelled: { Interrupts.received },
+            server: SandboxCommands.serveLaunch(sandbox, executable: executable), in: transaction, verify: .quick, isCancelled: { Interrupts.received },
             progress: Output.progress)
-        if outcome != nil && !parsed.flag("json") { Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(backend.kind.rawValue))") }
+        if !parsed.flag("json") {
+            switch outcome {
+            case .repaired?: Output.print("sandbox '\(topology.name)': a process had died; started it again (the namespaces were left alone)")
+            case .created?, .rebuilt?: Output.print("sandbox '\(topology.name)' was not up: created it (conditions by \(backend.kind.rawValue))")
+            case .alreadyUp?, nil: break
+            }
+        }
+        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
         let report: ApplyReport
         do {
-            report = try backend.apply(profile, links: links)
+            report = try backend.apply(profile, links: links, in: transaction)
         } catch {
             // A sandbox this apply created is not left behind half-conditioned.
-            if outcome != nil { _ = try? sandbox.remove() }
+            if outcome == .created || outcome == .rebuilt { _ = sandbox.remove(in: transaction) }
             throw CommandFailure(explain(error, sandbox: topology.name))
         }
         if parsed.flag("json") {
@@ -66,7 +75,12 @@ enum ConditionCommands {
 
     static func clear(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
-        let cleared = try SandboxConditioning(sandbox: Sandbox(topology: topology)).backend().clear(links: links(parsed))
+        let sandbox = Sandbox(topology: topology)
+        let transaction = try sandbox.transaction(for: "clear", progress: Output.progress)
+        defer { transaction.end() }
+        let backend = try SandboxConditioning(sandbox: sandbox).backend(in: transaction)
+        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
+        let cleared = try backend.clear(links: links(parsed), in: transaction)
         Output.print(cleared.isEmpty ? "sandbox '\(topology.name)' had no conditions; nothing to clear"
                                      : "cleared the conditions of sandbox '\(topology.name)' (\(cleared.count) sites)")
         return 0
@@ -75,44 +89,57 @@ enum ConditionCommands {
     static func show(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
         let sandbox = Sandbox(topology: topology)
-        let backend = try SandboxConditioning(sandbox: sandbox).backend()
-        let installed = try backend.installed()
-        let applied = try sandbox.store.load(topology.name)?.conditions
+        // One look: the state is read once, without the lock (show never waits for a run).
+        let look = sandbox.look()
+        let backend = try SandboxConditioning(sandbox: sandbox).backend(in: look)
+        let installed = try backend.installed(in: look)
+        let state = try look.upState()
+        let notes = try backend.reconcile(in: look)
         if parsed.flag("json") {
-            struct Shown: Encodable {
-                let sandbox: String
-                let backend: BackendKind
-                let profile: SandboxState.AppliedConditions?
-                let sites: [InstalledSite]
+            let links: [(key: String, value: JSONValue)] = state.clientLinks.map { link in
+                guard let record = state.conditions[link.rawValue] else { return (link.rawValue, .null) }
+                var members: [(key: String, value: JSONValue)] = [("profile", .string(record.profile)), ("appliedAt", .string(record.appliedAt))]
+                if let source = record.source { members.append(("source", .string(source))) }
+                if let targets = record.targets { members.append(("targets", .array(targets.map(JSONValue.string)))) }
+                return (link.rawValue, .object(members))
             }
-            try Output.json(Shown(sandbox: topology.name, backend: backend.kind, profile: applied, sites: installed))
+            Output.json(.object([
+                ("sandbox", .string(topology.name)), ("backend", .string(backend.kind.rawValue)), ("links", .object(links)),
+                ("notes", .array(notes.map(JSONValue.string))), ("sites", .array(installed.map(\.json))),
+            ]))
             return 0
         }
-        let profileText = applied.map { "profile '\($0.profile)' applied \($0.appliedAt)\($0.links.map { " on " + $0.joined(separator: ", ") } ?? "")" } ?? "no profile applied"
-        Output.print("sandbox '\(topology.name)': \(profileText), conditions by \(backend.kind.rawValue)")
-        if let targets = applied?.targets { Output.print("  only for: " + targets.joined(separator: "; ") + " (other traffic passes untouched; DNS gets its delay)") }
+        Output.print("sandbox '\(topology.name)': conditions by \(backend.kind.rawValue)")
+        for note in notes { Output.print("  note: \(note)") }
+        for link in state.clientLinks {
+            guard let record = state.conditions[link.rawValue] else {
+                Output.print("  \(link.rawValue): no profile applied")
+                continue
+            }
+            Output.print("  \(link.rawValue): profile '\(record.profile)' applied \(record.appliedAt)" + (record.source.map { " (\($0))" } ?? ""))
+            if let targets = record.targets { Output.print("    only for: " + targets.joined(separator: "; ") + " (other traffic passes untouched; DNS gets its delay)") }
+        }
         for site in installed {
             Output.print("  \(site.site.direction.rawValue) \(site.site.link) — \(site.site.interface) in \(site.site.namespace)")
-            for qdisc in site.qdiscs {
-                var line = "    \(qdisc.kind) \(qdisc.handle) parent \(qdisc.parent)"
-                if let conditions = qdisc.conditions {
-                    line += ": " + describe(conditions)
-                }
-                line += "  [sent \(qdisc.sentPackets) pkts / \(qdisc.sentBytes) B, dropped \(qdisc.dropped), overlimits \(qdisc.overlimits), backlog \(qdisc.backlogPackets) pkts / \(qdisc.backlogBytes) B]"
+            for stage in site.stages {
+                var line = "    \(stage.kind) \(stage.handle)" + (stage.parent == "-" ? "" : " parent \(stage.parent)")
+                if let text = stage.text { line += ": " + text }
+                line += "  [sent \(stage.sentPackets) pkts / \(stage.sentBytes) B, dropped \(stage.dropped), overlimits \(stage.overlimits), backlog \(stage.backlogPackets) pkts / \(stage.backlogBytes) B]"
                 Output.print(line)
-                if let engine = qdisc.engine {
+                if stage.agreesWithRecord == false {
+                    let recorded = state.conditions[site.site.link].map { "profile '\($0.profile)'" } ?? "no profile"
+                    Output.print("      differs from what the state records for \(site.site.link) (\(recorded)): changed outside linkcond, or an apply did not finish")
+                }
+                if let engine = stage.engine {
                     Output.print("      lost \(engine.lost), queue-dropped \(engine.queueDropped), duplicated \(engine.duplicated), corrupted \(engine.corrupted), reordered \(engine.reordered), ECN-marked \(engine.ecnMarked)"
                         + (engine.receiveOverruns > 0 ? ", receive overruns \(engine.receiveOverruns) (the engine fell behind)" : "")
-                        + (engine.sendFailures > 0 ? ", send failures \(engine.sendFailures)" : ""))
+                        + (engine.sendFailures > 0 ? ", send failures \(engine.sendFailures)" : "")
+                        + (engine.truncated > 0 ? ", truncated \(engine.truncated) (longer than the engine's receive slots)" : "")
+                        + (engine.oversized > 0 ? ", oversized \(engine.oversized) (longer than the sending end's MTU)" : ""))
                 }
             }
         }
         return 0
-    }
-
-    /// The netem qdisc's conditions as tc's arguments: NetemDescription's one text.
-    static func describe(_ conditions: NetemDescription) -> String {
-        conditions.text
     }
 
     static func profiles(_ parsed: ParsedCommand) throws -> Int32 {
@@ -156,7 +183,8 @@ enum ProfileSummary {
     }
 
     static func direction(_ conditions: LinkConditions) -> String {
-        if conditions.isNeutral { return "unchanged" }
+        // A neutral direction has no conditions (an apply put none there; it did not leave earlier ones).
+        if conditions.isNeutral { return "no conditions" }
         var words: [String] = []
         if let trace = conditions.trace {
             words.append("trace \(trace.file ?? "") (mean \(Quantity.formatRate(UInt64(trace.summary.meanRate.rounded()))))")
@@ -174,6 +202,6 @@ enum ProfileSummary {
         if let duplicate = conditions.duplicate, duplicate.probability > 0 { words.append("dup " + percent(duplicate.probability)) }
         if let corrupt = conditions.corrupt, corrupt.probability > 0 { words.append("corrupt " + percent(corrupt.probability)) }
         if let reorder = conditions.reorder, reorder.probability > 0 { words.append("reorder " + percent(reorder.probability)) }
-        return words.isEmpty ? "unchanged" : words.joined(separator: ", ")
+        return words.isEmpty ? "no conditions" : words.joined(separator: ", ")
     }
 }

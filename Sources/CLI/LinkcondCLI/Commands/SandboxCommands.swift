@@ -54,6 +54,7 @@ enum SandboxCommands {
         switch outcome {
         case .created?: Output.print("sandbox '\(topology.name)' is up (\(held)): \(namespaces)")
         case .rebuilt?: Output.print("sandbox '\(topology.name)' was incomplete or broken and has been rebuilt (\(held)): \(namespaces)")
+        case .repaired?: Output.print("sandbox '\(topology.name)' had a process that died: started it again, nothing else changed (\(held)): \(namespaces)")
         case .alreadyUp?, nil: Output.print("sandbox '\(topology.name)' is up already (\(held)): \(namespaces)")
         }
         Output.print("try: linkcond exec\(SandboxError.nameOption(topology.name)) -- curl -s -o /dev/null -w '%{http_code}\\n' http://\(SandboxPlan.serverName)/generate_204")
@@ -101,16 +102,34 @@ enum SandboxCommands {
         } else {
             listings = Sandbox.listAll(store: store)
         }
+        // What only the conditioning layer sees: an engine that does not answer, a change that never finished.
+        listings = listings.map { listing in
+            guard case var .status(status) = listing, let topology = try? SandboxTopology(name: status.name) else { return listing }
+            let sandbox = Sandbox(topology: topology, store: store)
+            status.problems += SandboxConditioning(sandbox: sandbox, engineExecutable: nil).problems(in: sandbox.look(for: "status"))
+            status.healthy = status.problems.isEmpty && status.complete
+            return .status(status)
+        }
         if parsed.flag("json") {
             try Output.json(listings.map(StatusJSON.init))
-            return 0
-        }
-        if listings.isEmpty {
+        } else if listings.isEmpty {
             Output.print(parsed.value("name").map { "sandbox '\($0)' is not up" } ?? "no sandboxes are up (create one with 'linkcond up')")
-            return 0
+        } else {
+            for listing in listings { Output.print(render(listing)) }
         }
-        for listing in listings { Output.print(render(listing)) }
-        return 0
+        return statusExitCode(listings, named: parsed.value("name") != nil)
+    }
+
+    /// `status` exits as an LSB init script's status does: 0 when every sandbox listed is up and healthy
+    /// (or, without `--name`, when none is up), 1 when one is broken, half-made or damaged, 3 when the named
+    /// sandbox is not up.
+    static func statusExitCode(_ listings: [SandboxListing], named: Bool) -> Int32 {
+        if listings.isEmpty { return named ? 3 : 0 }
+        let broken = listings.contains { listing in
+            if case let .status(status) = listing { return !status.healthy }
+            return true
+        }
+        return broken ? 1 : 0
     }
 
     /// A listing as `status --json` prints it: a status, or a damaged sandbox with what was found.
@@ -169,6 +188,15 @@ enum SandboxCommands {
             throw UsageError("missing the command to run", hint: "write it after '--'", commandPath: parsed.commandPath)
         }
         Interrupts.ignoreWhileChildRuns()
-        return try sandbox.exec(program, arguments: Array(parsed.passthrough.dropFirst()))
+        do {
+            return try sandbox.exec(program, arguments: Array(parsed.passthrough.dropFirst()))
+        } catch let SandboxError.namespace(error) {
+            // As a shell reports a command it cannot run: 127 when there is none, 126 when it cannot execute.
+            switch error {
+            case .executableNotFound: throw CommandFailure(error.description, exitCode: 127)
+            case let .cannotExecute(_, code): throw CommandFailure(error.description, exitCode: code == ENOENT ? 127 : 126)
+            default: throw SandboxError.namespace(error)
+            }
+        }
     }
 }

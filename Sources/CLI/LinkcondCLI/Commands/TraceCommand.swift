@@ -1,4 +1,5 @@
 import Foundation
+import LinkcondSystem
 import JSONDocument
 import Profiles
 
@@ -61,23 +62,35 @@ enum TraceCommand {
         } catch let error as EmulationInputError {
             throw CommandFailure(error.description)
         }
-        // Written beside the output and renamed over it, so a reader never sees half a trace. (Foundation's
-        // atomic write leaves a TemporaryDirectory.XXXXXX behind in /tmp on Linux for every file.)
-        let temporary = output + ".tmp-\(getpid())"
-        do {
-            try Data(trace.text.utf8).write(to: URL(fileURLWithPath: temporary))
-            guard rename(temporary, output) == 0 else {
-                throw CommandFailure("cannot write \(output): \(String(cString: strerror(errno)))")
-            }
-        } catch let failure as CommandFailure {
-            unlink(temporary)
-            throw failure
-        } catch {
-            unlink(temporary)
-            throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
-        }
+        try write(trace.text, to: output)
         let summary = trace.summary
         Output.print("wrote \(output): \(summary.opportunities) opportunities over \(String(format: "%.3f", Double(summary.duration) / 1e9)) s, mean \(Quantity.formatRate(UInt64(summary.meanRate.rounded())))")
         return 0
+    }
+
+    /// Writes `text` to `path`: a regular file (or a new one) is written beside it and renamed over it, so a
+    /// reader never sees half a trace; anything else (a pipe, a device) is written in place. Every write is
+    /// checked (a full disk, `/dev/full`, is an error, not a success).
+    static func write(_ text: String, to path: String) throws {
+        var info = stat()
+        let inPlace = stat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFREG
+        let target = inPlace ? path : path + ".tmp-\(getpid())"
+        var failure: Int32 = 0
+        do throws(SystemError) {
+            let file = try FileDescriptor.open(target, .writeOnly, options: [.create, .truncate])
+            // Closed once, whatever the write did: its error (a full disk shows at close on some file
+            // systems) counts as the write's.
+            let written = Result { () throws(SystemError) in _ = try file.writeAll(text.utf8) }
+            let closed = Result { () throws(SystemError) in try file.close() }
+            try written.get()
+            try closed.get()
+        } catch {
+            failure = error.errno.rawValue
+        }
+        if failure == 0 && !inPlace && rename(target, path) != 0 { failure = errno }
+        if failure != 0 {
+            if !inPlace { unlink(target) }
+            throw CommandFailure("cannot write \(path): \(String(cString: strerror(failure)))")
+        }
     }
 }

@@ -1,4 +1,5 @@
 import EngineControl
+import JSONDocument
 import LinkEmulation
 import LinkcondBase
 import Profiles
@@ -26,20 +27,62 @@ public struct EngineBackend: ConditioningBackend {
 
     private var socketPath: String { sandbox.store.engineSocketPath(for: sandbox.topology.name) }
 
-    private func state() throws(SandboxError) -> SandboxState {
-        guard let state = try sandbox.store.load(sandbox.topology.name), state.complete else { throw .notUp(name: sandbox.topology.name) }
-        return state
-    }
+    /// How long a request may take, answer included: a running engine answers in milliseconds, and one that
+    /// has not answered in this time is stopped, hung or starved of CPU.
+    public static let requestTimeout = 5.0
 
-    private func send(_ request: EngineRequest) throws(SandboxError) -> EngineResponse {
+    private func send(_ request: EngineRequest, timeout: Double = EngineBackend.requestTimeout) throws(SandboxError) -> EngineResponse {
         let response: EngineResponse
         do {
-            response = try EngineControlSocket.send(request, to: socketPath)
+            response = try EngineControlSocket.send(request, to: socketPath, timeout: timeout, knownTraces: Self.traces(of: request.profile))
         } catch {
             throw .process(role: "engine", detail: error.description)
         }
         if let error = response.error { throw .process(role: "engine", detail: error) }
         return response
+    }
+
+    /// Why the engine does not answer a `show` within `timeout` seconds (stopped, hung, starved of CPU, or
+    /// gone); nil when it does.
+    public func unresponsiveness(timeout: Double = 1) -> String? {
+        do {
+            _ = try send(EngineRequest(operation: .show), timeout: timeout)
+            return nil
+        } catch {
+            return "the engine does not answer: \(error)"
+        }
+    }
+
+    /// Sends a change journalled as pending in `transaction`: a change the engine refused, or never got,
+    /// leaves the journal clean (nothing changed); one that may have arrived without an answer stays
+    /// pending, for the next command to find out what the engine holds.
+    private func change(_ request: EngineRequest, in transaction: SandboxTransaction) throws(SandboxError) -> EngineResponse {
+        let response: EngineResponse
+        do {
+            response = try EngineControlSocket.send(request, to: socketPath, timeout: Self.requestTimeout, knownTraces: Self.traces(of: request.profile))
+        } catch {
+            guard error.requestMayHaveArrived else {
+                try transaction.abandonChange()
+                throw .process(role: "engine", detail: error.description)
+            }
+            throw .process(role: "engine", detail: error.description + "; the change is recorded as pending: 'linkcond show' tells what the engine holds")
+        }
+        if let message = response.error {
+            // The engine changes all of a request or nothing of it.
+            try transaction.abandonChange()
+            throw .process(role: "engine", detail: message)
+        }
+        return response
+    }
+
+    /// The delivery traces `profile` carries, by the path they were read from: the engine names them so in
+    /// its answer, and they need not be read again to compare.
+    private static func traces(of profile: Profile?) -> [String: DeliveryTrace] {
+        var traces: [String: DeliveryTrace] = [:]
+        for direction in LinkDirection.allCases {
+            if let trace = profile?.conditions(direction).trace, let path = trace.path { traces[path] = trace }
+        }
+        return traces
     }
 
     private static func engineLinks(_ links: Set<Sandbox.ClientLink>?) -> [EngineLink]? {
@@ -57,93 +100,130 @@ public struct EngineBackend: ConditioningBackend {
     }
 
     /// Puts `profile` on the links (nil: every link) with one control request, and checks what the engine
-    /// reports holding against what was sent. Holds the sandbox's lock.
+    /// reports holding against what was sent.
     @discardableResult
-    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
-        let lock = try sandbox.lock(for: "apply \(profile.name)")
-        defer { lock.release() }
+    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> ApplyReport {
         let started = MonotonicClock.seconds()
-        var recorded = try state()
-        let sent = EngineConditions(profile)
-        let response = try send(EngineRequest(operation: .apply, conditions: sent, links: Self.engineLinks(links)))
+        for direction in LinkDirection.allCases where profile.conditions(direction).trace.map({ $0.path == nil }) ?? false {
+            throw .unsupported(detail: "the \(direction.rawValue) of profile '\(profile.name)' has a delivery trace made in code; the engine reads traces from files: write it to a file and name it in the profile")
+        }
+        let generation = try transaction.beginChange("apply", profile: profile, links: links)
+        let response = try change(EngineRequest(operation: .apply, profile: profile, links: Self.engineLinks(links), generation: generation), in: transaction)
         let applied = response.links.filter { link in links.map { $0.contains { $0.rawValue == link.link.rawValue } } ?? true }
         for link in applied {
-            let differences = Self.differences(sent: sent, held: link)
+            let differences = Self.differences(sent: profile, held: link)
             if !differences.isEmpty {
                 throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences)
             }
         }
-        recorded.conditions = SandboxState.AppliedConditions(
-            profile: profile.name, source: profile.source, links: links.map { $0.map(\.rawValue).sorted() },
-            targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
-        try sandbox.store.save(recorded)
+        try transaction.confirmChange()
         return ApplyReport(
             profile: profile.name, backend: .userspace, sites: applied.flatMap(sites), duration: MonotonicClock.seconds() - started,
             requests: 1, roundTrips: 1)
     }
 
-    /// What differs between the conditions sent and those the engine reports holding on `link`.
-    static func differences(sent: EngineConditions, held link: EngineLinkState) -> [String] {
+    /// What differs between the profile sent (nil: cleared) and what the engine reports holding on `link`,
+    /// in the profile format's words.
+    static func differences(sent: Profile?, held link: EngineLinkState) -> [String] {
+        let held = link.profile ?? Profile(name: "none")
+        let sent = sent ?? Profile(name: "none")
         var differences: [String] = []
-        for direction in LinkDirection.allCases {
-            let held = link.state(direction)
-            if held.conditions != sent.conditions(direction) {
-                differences.append("\(direction.rawValue): sent \(sent.conditions(direction)), the engine holds \(held.conditions)")
-            }
-            let dnsDelay = direction == .uplink ? sent.dnsDelay : 0
-            if held.dnsDelay != dnsDelay { differences.append("\(direction.rawValue) DNS delay: sent \(dnsDelay) ns, the engine holds \(held.dnsDelay) ns") }
-            if held.targets != sent.targets { differences.append("\(direction.rawValue) targets: sent \(sent.targets), the engine holds \(held.targets)") }
+        if (link.profile == nil) != (sent.isNeutral && sent.targets.isEmpty && sent.name == "none") || held.name != sent.name {
+            differences.append("profile: sent '\(sent.name)', the engine holds '\(link.profile?.name ?? "none")'")
+        }
+        for direction in LinkDirection.allCases where held.conditions(direction) != sent.conditions(direction) {
+            let text = { (conditions: LinkConditions) in JSONWriter.text(of: ProfileParser.json(of: conditions), indent: nil) }
+            differences.append("\(direction.rawValue): sent \(text(sent.conditions(direction))), the engine holds \(text(held.conditions(direction)))")
+        }
+        if held.dnsDelay != sent.dnsDelay {
+            differences.append("DNS delay: sent \(Quantity.formatTime(sent.dnsDelay)), the engine holds \(Quantity.formatTime(held.dnsDelay))")
+        }
+        if held.targets != sent.targets {
+            differences.append("targets: sent \(sent.targets.map(\.description)), the engine holds \(held.targets.map(\.description))")
         }
         return differences
     }
 
-    /// Removes the conditions from the links (nil: every link); returns the sites that had any. Holds the
-    /// sandbox's lock.
+    /// Removes the conditions from the links (nil: every link); returns the sites that had any.
     @discardableResult
-    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
-        let lock = try sandbox.lock(for: "clear")
-        defer { lock.release() }
-        var recorded = try state()
+    public func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite] {
         let before = try send(EngineRequest(operation: .show))
         let wanted = Self.engineLinks(links)
-        let after = try send(EngineRequest(operation: .apply, conditions: .clear, links: wanted))
+        let generation = try transaction.beginChange("clear", profile: nil, links: links)
+        let after = try change(EngineRequest(operation: .clear, links: wanted, generation: generation), in: transaction)
         for link in after.links where wanted?.contains(link.link) ?? true {
-            let differences = Self.differences(sent: .clear, held: link)
+            let differences = Self.differences(sent: nil, held: link)
             if !differences.isEmpty { throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences) }
         }
-        if links == nil || Set(after.links.filter { $0.profile != nil }.map(\.link)).isEmpty { recorded.conditions = nil }
-        try sandbox.store.save(recorded)
+        try transaction.confirmChange()
         return before.links.filter { $0.profile != nil && (wanted?.contains($0.link) ?? true) }.flatMap(sites)
     }
 
-    /// What every direction of every link holds, read back from the engine, with its counters.
-    public func installed() throws(SandboxError) -> [InstalledSite] {
-        _ = try state()
+    /// What every direction of every link holds, read back from the engine (the profile its models hold),
+    /// with its counters; each stage says whether it agrees with the profile the state records for its link.
+    public func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite] {
+        let state = try transaction.upState()
         let response = try send(EngineRequest(operation: .show))
         return response.links.flatMap { link in
-            zip(sites(link), [LinkDirection.uplink, .downlink]).map { site, direction in
+            let record = state.conditions[link.link.rawValue]
+            let agrees: Bool?
+            switch (record, link.profile) {
+            case (nil, nil): agrees = nil
+            case (nil, _?): agrees = false
+            case (let record?, let held):
+                let recorded = try? record.recordedProfile()
+                agrees = recorded.map { Self.differences(sent: $0, held: link).isEmpty } ?? (held?.name == record.profile)
+            }
+            return zip(sites(link), [LinkDirection.uplink, .downlink]).map { site, direction in
                 let held = link.state(direction)
-                var main = Self.entry(handle: "main", held.conditions, extraDelay: 0, held.counters)
+                let conditions = link.profile?.conditions(direction) ?? .unconditioned
+                let dnsDelay = direction == .uplink ? link.profile?.dnsDelay ?? 0 : 0
+                var main = Self.stage(handle: "main", conditions, extraDelay: 0, held.counters, agrees: agrees)
                 main.engine?.receiveOverruns = held.receiveOverruns
                 main.engine?.sendFailures = held.sendFailures
-                var entries = [main]
-                if held.dnsDelay > 0 {
-                    var dns = Self.entry(handle: "dns", held.conditions, extraDelay: held.dnsDelay, DirectionCounters())
+                main.engine?.truncated = held.truncated
+                main.engine?.oversized = held.oversized
+                var stages = [main]
+                if dnsDelay > 0 {
+                    var dns = Self.stage(handle: "dns", conditions, extraDelay: dnsDelay, DirectionCounters(), agrees: agrees)
                     dns.sentPackets = held.counters.dnsFrames
-                    entries.append(dns)
+                    stages.append(dns)
                 }
-                return InstalledSite(site: site, qdiscs: entries)
+                return InstalledSite(site: site, stages: stages)
             }
         }
     }
 
-    private static func entry(handle: String, _ conditions: LinkConditions, extraDelay: UInt64, _ counters: DirectionCounters) -> InstalledSite.Entry {
-        // The conditions in netem's words, so `show` reads the same with either backend (no distribution
-        // table is loaded: it is not shown).
-        let parameters = try? NetemMapping.parameters(for: conditions, extraDelay: extraDelay, distributions: { _ in [] })
-        return InstalledSite.Entry(
-            kind: "engine", handle: handle, parent: "-", conditions: parameters.map(NetemDescription.init),
-            sentPackets: counters.passedFrames, sentBytes: counters.passedBytes,
+    /// The engine numbers each change it puts in force: a link whose generation is the pending change's
+    /// holds it; otherwise the link is compared with what the state recorded before.
+    public func outcome(of pending: SandboxState.PendingChange, in transaction: SandboxTransaction) throws(SandboxError) -> [String: Bool?] {
+        let state = try transaction.upState()
+        let response = try send(EngineRequest(operation: .show))
+        var outcome: [String: Bool?] = [:]
+        for name in pending.links {
+            guard let link = response.links.first(where: { $0.link.rawValue == name }) else {
+                outcome[name] = .some(nil)
+                continue
+            }
+            if link.generation == pending.generation {
+                outcome[name] = true
+            } else {
+                let before = try? state.conditions[name]?.recordedProfile()
+                let heldBefore = state.conditions[name] == nil ? link.profile == nil : before.map { Self.differences(sent: $0, held: link).isEmpty } ?? false
+                outcome[name] = heldBefore ? false : .some(nil)
+            }
+        }
+        return outcome
+    }
+
+    private static func stage(
+        handle: String, _ conditions: LinkConditions, extraDelay: UInt64, _ counters: DirectionCounters, agrees: Bool?
+    ) -> InstalledSite.Stage {
+        var held = conditions
+        held.delay += extraDelay
+        return InstalledSite.Stage(
+            kind: "engine", handle: handle, parent: "-", conditions: held, limit: conditions.effectiveQueueLimit(extraDelay: extraDelay),
+            agreesWithRecord: agrees, sentPackets: counters.passedFrames, sentBytes: counters.passedBytes,
             dropped: counters.lostFrames + counters.queueDroppedFrames + counters.heldLimitDroppedFrames, overlimits: 0,
             backlogBytes: counters.backlogBytes, backlogPackets: counters.backlogFrames,
             engine: InstalledSite.EngineCounters(

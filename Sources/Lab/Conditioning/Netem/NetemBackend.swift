@@ -104,16 +104,9 @@ public struct NetemBackend: ConditioningBackend {
     /// ``BackendKind/netem``.
     public var kind: BackendKind { .netem }
 
-    private func state() throws(SandboxError) -> SandboxState {
-        guard let state = try sandbox.store.load(sandbox.topology.name), state.complete else {
-            throw .notUp(name: sandbox.topology.name)
-        }
-        return state
-    }
-
     /// The sites of this sandbox's `links` (nil: every client link).
-    public func sites(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
-        Self.sites(of: sandbox.topology, cellular: try state().cellular, links: links)
+    public func sites(links: Set<Sandbox.ClientLink>? = nil, in transaction: SandboxTransaction? = nil) throws(SandboxError) -> [ConditionSite] {
+        Self.sites(of: sandbox.topology, cellular: try (transaction ?? sandbox.look()).upState().cellular, links: links)
     }
 
     private static func sites(of topology: SandboxTopology, cellular: Bool, links: Set<Sandbox.ClientLink>?) -> [ConditionSite] {
@@ -154,13 +147,11 @@ public struct NetemBackend: ConditioningBackend {
 
     /// Puts `profile` on the sites of `links` (nil: every client link). Equivalent to a series of
     /// `tc qdisc replace`, `tc filter add` and `tc filter del` commands in the sandbox's namespaces (see
-    /// above), then `tc -s qdisc show` in each. The profile must have been validated (parsing does that). Holds the sandbox's lock.
+    /// above), then `tc -s qdisc show` in each. The profile must have been validated (parsing does that).
     @discardableResult
-    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> ApplyReport {
+    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> ApplyReport {
         // Everything that can fail without the kernel (what netem cannot do, distribution tables) is done first.
         try Self.checkSupported(profile)
-        let lock = try sandbox.lock(for: "apply \(profile.name)")
-        defer { lock.release() }
         let memory = self.memory
         let tables = { (name: String) throws(RouteNetlinkError) -> [Int16] in try memory.distribution(name) }
         let plan = try Self.wrap { () throws(RouteNetlinkError) in
@@ -171,34 +162,32 @@ public struct NetemBackend: ConditioningBackend {
                 downlink: try NetemMapping.parameters(for: profile.downlink, distributions: tables),
                 targets: profile.targets)
         }
-        var recorded = try state()
-        let sites = Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)
+        let sites = Self.sites(of: sandbox.topology, cellular: try transaction.upState().cellular, links: links)
+        let groups = try clients(for: sites)
         var sent = NetlinkStatistics()
         let started = MonotonicClock.seconds()
-        for (client, group) in try clients(for: sites) {
+        // Journalled before the first request: a batch the kernel took part of, or a command killed between
+        // two namespaces' batches, leaves the change pending for the next command to reconcile.
+        _ = try transaction.beginChange("apply", profile: profile, links: links)
+        for (client, group) in groups {
             let before = client.connection.statistics
             defer { sent = sent.adding(client.connection.statistics.since(before)) }
             try NetemInstaller(client: client, sites: group, plan: plan, clock: clock, memory: memory).install()
         }
         let duration = MonotonicClock.seconds() - started
-        recorded.conditions = SandboxState.AppliedConditions(
-            profile: profile.name, source: profile.source, appliedAt: SandboxState.timestamp(), links: links.map { $0.map(\.rawValue).sorted() },
-            targets: profile.targets.isEmpty ? nil : profile.targets.map(\.description))
-        try sandbox.store.save(recorded)
+        try transaction.confirmChange()
         return ApplyReport(
             profile: profile.name, backend: .netem, sites: sites, duration: duration, requests: sent.requests, roundTrips: sent.datagrams)
     }
 
     /// Removes the conditions from the sites of `links` (nil: every site; the kernel puts its default qdisc
     /// back). Equivalent to `tc qdisc del dev IF root` on each site. Sites without conditions are skipped.
-    /// Holds the sandbox's lock.
     @discardableResult
-    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws(SandboxError) -> [ConditionSite] {
-        let lock = try sandbox.lock(for: "clear")
-        defer { lock.release() }
+    public func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite] {
         var cleared: [ConditionSite] = []
-        var recorded = try state()
-        for (client, group) in try clients(for: Self.sites(of: sandbox.topology, cellular: recorded.cellular, links: links)) {
+        let groups = try clients(for: Self.sites(of: sandbox.topology, cellular: try transaction.upState().cellular, links: links))
+        _ = try transaction.beginChange("clear", profile: nil, links: links)
+        for (client, group) in groups {
             let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
             for site in group {
                 memory.remember(nil, for: site)
@@ -210,36 +199,139 @@ public struct NetemBackend: ConditioningBackend {
                 cleared.append(site)
             }
         }
-        if links == nil { recorded.conditions = nil }
-        try sandbox.store.save(recorded)
+        try transaction.confirmChange()
         return cleared
     }
 
-    /// Every site's qdisc tree, decoded into profile terms, with the kernel's counters.
-    /// Equivalent to `tc -s qdisc show dev IF` on each site (one dump per namespace).
-    public func installed() throws(SandboxError) -> [InstalledSite] {
+    /// Every site's qdisc tree, decoded into profile terms, with the kernel's counters. Equivalent to
+    /// `tc -s qdisc show dev IF` on each site (one dump per namespace). A netem stage that holds exactly what
+    /// the profile the state records for its link maps to is shown in that profile's terms (its distribution,
+    /// which the kernel does not report, and its loss as written) and marked as agreeing; one that holds
+    /// anything else is shown as the kernel reports it and marked as not agreeing.
+    public func installed(in transaction: SandboxTransaction) throws(SandboxError) -> [InstalledSite] {
+        let state = try transaction.upState()
         var result: [InstalledSite] = []
-        for (client, group) in try clients(for: try sites()) {
+        for (client, group) in try clients(for: try sites(in: transaction)) {
             let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
             for site in group {
                 let index = try Self.wrap { () throws(RouteNetlinkError) in try client.index(of: site.interface) }
-                var entries: [InstalledSite.Entry] = []
+                let record = state.conditions[site.link]
+                let recorded = try? record?.recordedProfile()
+                var stages: [InstalledSite.Stage] = []
                 for qdisc in qdiscs where qdisc.interfaceIndex == index {
-                    var description: NetemDescription?
+                    var conditions: LinkConditions?
+                    var limit: UInt32?
+                    var agrees: Bool?
                     if qdisc.kind == "netem" {
-                        let parameters = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
-                        description = NetemDescription(parameters)
+                        let read = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
+                        conditions = NetemMapping.conditions(from: read)
+                        limit = read.limit
+                        if let expected = recorded.flatMap({ Self.expectedConditions(of: $0, site: site, parent: qdisc.parent) }) {
+                            let sent = try? NetemMapping.parameters(for: expected.conditions, extraDelay: expected.extraDelay, distributions: { _ in [] })
+                            agrees = sent.map { NetemDescription.differences(sent: $0, read: read, clock: clock).isEmpty } ?? false
+                            if agrees == true {
+                                var shown = expected.conditions
+                                shown.delay += expected.extraDelay
+                                conditions = shown
+                            }
+                        } else if record != nil {
+                            agrees = recorded == nil ? nil : false
+                        }
                     }
-                    entries.append(InstalledSite.Entry(
-                        kind: qdisc.kind, handle: qdisc.handle.description, parent: qdisc.parent.description, conditions: description,
-                        sentPackets: UInt64(qdisc.statistics.packets), sentBytes: qdisc.statistics.bytes,
+                    stages.append(InstalledSite.Stage(
+                        kind: qdisc.kind, handle: qdisc.handle.description, parent: qdisc.parent.description, conditions: conditions,
+                        limit: limit, agreesWithRecord: agrees, sentPackets: UInt64(qdisc.statistics.packets), sentBytes: qdisc.statistics.bytes,
                         dropped: UInt64(qdisc.statistics.drops), overlimits: UInt64(qdisc.statistics.overlimits),
                         backlogBytes: UInt64(qdisc.statistics.backlogBytes), backlogPackets: UInt64(qdisc.statistics.queueLength)))
                 }
-                result.append(InstalledSite(site: site, qdiscs: entries))
+                result.append(InstalledSite(site: site, stages: stages))
             }
         }
         return result
+    }
+
+    /// Compares the kernel's trees with the pending change and with what the state recorded before: a link
+    /// holds the change when every netem on its sites is exactly what the change's profile maps to (or, for
+    /// a clear, when no tree of linkcond's is left), and still holds the record when every one is what the
+    /// recorded profile maps to.
+    public func outcome(of pending: SandboxState.PendingChange, in transaction: SandboxTransaction) throws(SandboxError) -> [String: Bool?] {
+        let state = try transaction.upState()
+        var outcome: [String: Bool?] = [:]
+        let sites = try sites(in: transaction).filter { pending.links.contains($0.link) }
+        var held: [String: [(ConditionSite, [Qdisc])]] = [:]
+        for (client, group) in try clients(for: sites) {
+            let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }
+            for site in group {
+                let index = try Self.wrap { () throws(RouteNetlinkError) in try client.index(of: site.interface) }
+                held[site.link, default: []].append((site, qdiscs.filter { $0.interfaceIndex == index }))
+            }
+        }
+        for name in pending.links {
+            let trees = held[name] ?? []
+            if holds(Expected(pending.conditions), trees) {
+                outcome[name] = true
+            } else if holds(Expected(state.conditions[name]), trees) {
+                outcome[name] = false
+            } else {
+                outcome[name] = .some(nil)
+            }
+        }
+        return outcome
+    }
+
+    /// What a record says a link holds.
+    private enum Expected {
+        case clear
+        case profile(Profile)
+        /// A record of an earlier version, or one whose profile cannot be read back: it cannot be compared.
+        case unknown
+
+        init(_ record: SandboxState.AppliedConditions?) {
+            guard let record else {
+                self = .clear
+                return
+            }
+            if let profile = try? record.recordedProfile() { self = .profile(profile) } else { self = .unknown }
+        }
+    }
+
+    /// Whether the qdiscs of a link's sites are what `expected` puts there.
+    private func holds(_ expected: Expected, _ trees: [(ConditionSite, [Qdisc])]) -> Bool {
+        for (site, qdiscs) in trees {
+            let netems = qdiscs.filter { $0.kind == "netem" }
+            let profile: Profile
+            switch expected {
+            case .unknown: return false
+            case .clear:
+                if qdiscs.contains(where: { $0.parent == .root && ($0.kind == "netem" || $0.kind == "prio") }) { return false }
+                continue
+            case .profile(let value): profile = value
+            }
+            guard !netems.isEmpty else { return false }
+            for qdisc in netems {
+                guard let place = Self.expectedConditions(of: profile, site: site, parent: qdisc.parent),
+                    let read = try? NetemParameters.decode(options: qdisc.options, clock: clock),
+                    let sent = try? NetemMapping.parameters(for: place.conditions, extraDelay: place.extraDelay, distributions: { _ in [] }),
+                    NetemDescription.differences(sent: sent, read: read, clock: clock).isEmpty
+                else { return false }
+            }
+        }
+        return true
+    }
+
+    /// What the netem under `parent` on `site` holds when `profile` is applied: the downlink's conditions at
+    /// the root (or under 3:1), the uplink's under 1:1, with the DNS delay under 1:2, the DNS delay alone
+    /// under 1:3; nil for a place the profile puts no netem.
+    static func expectedConditions(
+        of profile: Profile, site: ConditionSite, parent: TrafficControlHandle
+    ) -> (conditions: LinkConditions, extraDelay: UInt64)? {
+        switch (site.direction, parent) {
+        case (.downlink, .root), (.downlink, NetemShape.downlinkMain): return (profile.downlink, 0)
+        case (.uplink, NetemShape.uplinkMain): return (profile.uplink, 0)
+        case (.uplink, NetemShape.uplinkDNS): return (profile.uplink, profile.dnsDelay)
+        case (.uplink, NetemShape.uplinkDNSOnly): return (.unconditioned, profile.dnsDelay)
+        default: return nil
+        }
     }
 }
 

@@ -71,3 +71,67 @@ public enum NetemMapping {
         return parameters
     }
 }
+
+extension NetemMapping {
+    /// What a netem qdisc's parameters (as the kernel reports them) mean in profile terms: the inverse of
+    /// ``parameters(for:extraDelay:distributions:)``. Each probability is the shortest percentage that
+    /// scales to the same wire value (the kernel's 25% reads back as 25%, not 25.0000000058%); the queue
+    /// limit is explicit. What the kernel does not report stays out: the distribution table (so
+    /// `distribution` is nil), and the form the loss was written in (a correlated random loss is sent as its
+    /// Gilbert model and reads back as one; ``NetemBackend`` shows the recorded profile's form when the two
+    /// agree).
+    public static func conditions(from parameters: NetemParameters) -> LinkConditions {
+        let fraction = NetemProbability.shortestFraction
+        var conditions = LinkConditions(delay: parameters.delay, jitter: parameters.jitter, queueLimit: parameters.limit, ecn: parameters.ecn)
+        if parameters.jitter > 0 { conditions.delayCorrelation = fraction(parameters.delayCorrelation) }
+        if let model = parameters.lossModel {
+            switch model {
+            case let .gilbertElliott(p, r, h, k1):
+                conditions.loss = .gilbertElliott(p: fraction(p), r: fraction(r), oneMinusH: fraction(UInt32.max - h), oneMinusK: fraction(k1))
+            case let .fourState(p13, p31, p32, p14, p23):
+                conditions.loss = .fourState(p13: fraction(p13), p31: fraction(p31), p32: fraction(p32), p23: fraction(p23), p14: fraction(p14))
+            }
+        } else if parameters.loss > 0 {
+            conditions.loss = .random(probability: fraction(parameters.loss), correlation: fraction(parameters.lossCorrelation))
+        }
+        if parameters.duplicate > 0 {
+            conditions.duplicate = Chance(fraction(parameters.duplicate), correlation: fraction(parameters.duplicateCorrelation))
+        }
+        if parameters.corrupt > 0 {
+            conditions.corrupt = Chance(fraction(parameters.corrupt), correlation: fraction(parameters.corruptCorrelation))
+        }
+        if parameters.reorder > 0 {
+            conditions.reorder = Reorder(fraction(parameters.reorder), correlation: fraction(parameters.reorderCorrelation), gap: max(parameters.gap, 1))
+        }
+        if let slot = parameters.slot {
+            conditions.slot = Slot(
+                minDelay: UInt64(max(0, slot.minDelay)), maxDelay: UInt64(max(0, slot.maxDelay)),
+                packets: slot.maxPackets > 0 ? UInt32(slot.maxPackets) : nil, bytes: slot.maxBytes > 0 ? UInt32(slot.maxBytes) : nil)
+        }
+        conditions.rate = parameters.rate.map { $0 * 8 }
+        return conditions
+    }
+}
+
+extension NetemProbability {
+    /// The fraction with the shortest decimal percentage that ``scaled(_:)`` turns into `value`, read as a
+    /// profile reads it: netem's 32-bit probabilities hold about nine digits, so `"25%"` sent reads back as
+    /// `"25%"` and `"0.3%"` as `"0.3%"`.
+    public static func shortestFraction(_ value: UInt32) -> Double {
+        if value == 0 { return 0 }
+        if value == UInt32.max { return 1 }
+        let exact = fraction(value)
+        var scale: UInt64 = 1
+        for digits in 0...12 {
+            let whole = UInt64((exact * 100 * Double(scale)).rounded())
+            var text = String(whole)
+            if digits > 0 {
+                if text.count <= digits { text = String(repeating: "0", count: digits - text.count + 1) + text }
+                text.insert(".", at: text.index(text.endIndex, offsetBy: -digits))
+            }
+            if let candidate = try? Quantity.percentage(text + "%"), scaled(candidate) == value { return candidate }
+            scale *= 10
+        }
+        return exact
+    }
+}
