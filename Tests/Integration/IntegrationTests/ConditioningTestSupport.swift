@@ -365,16 +365,10 @@ enum CorrelatedQuantiles {
             case .pareto?, .paretonormal?: return nil
             }
             let correlation = kind == .userspace ? model.conditions.delayCorrelation : 0
-            var state: UInt64 = 0x2545_f491_4f6c_dd1d &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15
-            func uniform() -> Double {
-                state ^= state << 13
-                state ^= state >> 7
-                state ^= state << 17
-                return Double(state >> 11) * 0x1p-53
-            }
-            var last = uniform()
+            var uniforms = Uniforms(seed: 0x2545_f491_4f6c_dd1d &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
+            var last = uniforms.next()
             for draw in 0..<count {
-                last = (1 - correlation) * uniform() + correlation * last
+                last = (1 - correlation) * uniforms.next() + correlation * last
                 sums[draw] += normal ? jitter * table[min(Int(last * 4096), 4095)] : jitter * (2 * last - 1)
             }
         }
@@ -383,25 +377,31 @@ enum CorrelatedQuantiles {
     }
 
     static func normalDeviation(correlation: Double) -> Double {
-        var state: UInt64 = 0x2545_f491_4f6c_dd1d
-        func uniform() -> Double {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return Double(state >> 11) * 0x1p-53
-        }
-        var last = uniform()
+        var uniforms = Uniforms(seed: 0x2545_f491_4f6c_dd1d)
+        var last = uniforms.next()
         var sum = 0.0
         var squares = 0.0
         let count = 100_000
         for _ in 0..<count {
-            last = (1 - correlation) * uniform() + correlation * last
+            last = (1 - correlation) * uniforms.next() + correlation * last
             let value = table[min(Int(last * 4096), 4095)]
             sum += value
             squares += value * value
         }
         let mean = sum / Double(count)
         return (squares / Double(count) - mean * mean).squareRoot()
+    }
+
+    /// Uniforms in [0, 1) from a xorshift64 generator: the same sequence for the same seed on every run.
+    private struct Uniforms {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> Double {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Double(state >> 11) * 0x1p-53
+        }
     }
 }
 
