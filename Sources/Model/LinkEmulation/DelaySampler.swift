@@ -6,8 +6,10 @@
 import Profiles
 
 /// Draws each frame's propagation delay: netem's `delay TIME JITTER CORRELATION distribution NAME`
-/// (`tabledist` in `sch_netem.c`).
+/// (`tabledist` in `sch_netem.c`) under the `netem` jitter model, or the smooth process of
+/// ``SmoothJitter`` under the `ordered` one (mean `delay` exactly, the table's shape, correlation in time).
 ///
+/// The `netem` model, per frame:
 /// - uniform (netem's default): evenly spread over [delay - jitter, delay + jitter).
 /// - normal, pareto, paretonormal: delay + jitter × v, where v is the value iproute2's table generator
 ///   (`netem/normal.c`, `pareto.c`, `paretonormal.c`) puts at quantile u, computed here instead of read
@@ -23,27 +25,34 @@ struct DelaySampler {
     let jitter: UInt64
     /// The shape of the variation.
     let distribution: DelayDistribution
+    /// The jitter model.
+    let model: JitterModel
     private var numbers: CorrelatedRandom
+    private var smooth: SmoothJitter
 
     /// A sampler for `conditions`' delay, jitter, correlation and distribution.
     init(_ conditions: LinkConditions, _ random: inout EmulatorRandom) {
         delay = conditions.delay
         jitter = conditions.jitter
         distribution = conditions.distribution ?? .uniform
+        model = conditions.effectiveJitterModel
         numbers = CorrelatedRandom(correlation: conditions.delayCorrelation, random: &random)
+        smooth = SmoothJitter(jitter: jitter, distribution: distribution, correlation: conditions.delayCorrelation)
     }
 
     /// Whether the sampler draws the same delays as one built from `conditions` would.
     func isConfigured(as conditions: LinkConditions) -> Bool {
         delay == conditions.delay && jitter == conditions.jitter
             && (jitter == 0 || (distribution == (conditions.distribution ?? .uniform) && numbers.rho
-                == ScaledProbability.scaled(conditions.delayCorrelation)))
+                == ScaledProbability.scaled(conditions.delayCorrelation) && model == conditions.effectiveJitterModel))
     }
 
-    /// The next frame's delay in nanoseconds, never negative.
+    /// The delay in nanoseconds, never negative, of the frame entering the delay line at `time` (times never
+    /// decrease).
     @inline(__always)
-    mutating func next(_ random: inout EmulatorRandom) -> UInt64 {
+    mutating func next(at time: MonotonicNanoseconds, _ random: inout EmulatorRandom) -> UInt64 {
         if jitter == 0 { return delay }
+        if model == .ordered { return shifted((Double(jitter) * smooth.offset(at: time, &random)).rounded()) }
         let number = numbers.next(&random)
         if distribution == .uniform {
             // [delay - jitter, delay + jitter): a multiply-shift where netem takes rnd % (2 × jitter).
@@ -52,7 +61,12 @@ struct DelaySampler {
             return offset >= jitter ? delay + (offset - jitter) : delay - min(delay, jitter - offset)
         }
         let quantile = (Double(number) + 0.5) * 0x1p-32
-        let shift = (Double(jitter) * Self.tableValue(distribution, at: quantile)).rounded()
+        return shifted((Double(jitter) * Self.tableValue(distribution, at: quantile)).rounded())
+    }
+
+    /// The delay moved by `shift` nanoseconds, clamped at 0.
+    @inline(__always)
+    private func shifted(_ shift: Double) -> UInt64 {
         if shift >= 0 { return delay + UInt64(shift) }
         let magnitude = UInt64(-shift)
         return magnitude >= delay ? 0 : delay - magnitude

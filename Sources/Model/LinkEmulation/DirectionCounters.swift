@@ -30,6 +30,13 @@ public struct DirectionCounters: Sendable, Equatable {
     public var corruptedFrames: UInt64 = 0
     /// Frames sent ahead of the delay line (netem's `reorder`).
     public var reorderedFrames: UInt64 = 0
+    /// Frames that waited for an earlier frame of their delay line so as not to overtake it: under the
+    /// `ordered` jitter model, the rare frame whose delay fell faster than time passed (or after a swap to a
+    /// shorter delay with no fresh line free).
+    public var orderHolds: UInt64 = 0
+    /// Under the `netem` jitter model, frames that left before a frame offered earlier (netem reorders on
+    /// jitter).
+    public var jitterReorderedFrames: UInt64 = 0
     /// Frames the loss model picked that went on marked Congestion Experienced (netem's `ecn`).
     public var ecnMarkedFrames: UInt64 = 0
     /// DNS queries seen on an uplink with a DNS delay (UDP or TCP to port 53), lost ones included.

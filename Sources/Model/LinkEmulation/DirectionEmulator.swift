@@ -11,15 +11,17 @@ import Profiles
 /// 3. duplicate and corrupt (one bit in the transport segment);
 /// 4. the transmitter: the `rate` serializer or a delivery trace, then `slot`; the queue limit counts the
 ///    frames waiting here, and tail-drops;
-/// 5. the propagation delay line: `delay`, `jitter`, `distribution`, correlation; order kept within a
-///    delay line unless `reorder` sends a frame ahead of it; DNS queries get their own line with the DNS
-///    delay added.
+/// 5. the propagation delay line: `delay`, `jitter`, `distribution`, correlation and the jitter model;
+///    order kept within a delay line (under the `ordered` jitter model) unless `reorder` sends a frame
+///    ahead of it; DNS queries get their own line with the DNS delay added.
 ///
 /// Latency is therefore delay + serialization + queueing, as on a real link, where netem lets the time a
 /// packet waits behind others for the rate absorb part of its delay (netem measures the delay from the
-/// previous packet's departure). And jitter does not reorder here (netem reorders on jitter: 65 inversions
-/// in 200 packets at `delay 30ms 15ms`); a jittered frame waits for the one before it instead, which
-/// skews latency upwards when the jitter exceeds the gap between frames.
+/// previous packet's departure). And jitter does not reorder under the default `ordered` model (netem
+/// reorders on jitter: 65 inversions in 200 packets at `delay 30ms 15ms`): the delay is a smooth process
+/// in time with the profile's distribution (``SmoothJitter``), so frames close together get close delays
+/// and the spread is the profile's at any packet rate. The `netem` jitter model draws each frame's delay
+/// anew and lets frames overtake, as netem does.
 ///
 /// Smaller differences from netem, each chosen so the model says what a profile means:
 /// - loss is decided before duplication, so a lost frame has no copy (netem draws both first and sends a

@@ -38,6 +38,10 @@ struct EmulatorCore: ~Copyable {
     private var reorderGap: UInt32 = 0
     private var reorderCounter: UInt32 = 0
     private var delays: DelaySampler
+    /// Whether jitter may reorder frames (the `netem` jitter model with a jitter).
+    private var jitterReorders = false
+    /// The latest departure given to a frame in the sorted lane.
+    private var latestSortedDeparture: MonotonicNanoseconds = 0
     private var serializer: RateSerializer?
     private var trace: TraceDelivery?
     private var slot: SlotGate?
@@ -89,6 +93,7 @@ struct EmulatorCore: ~Copyable {
             reorderCounter = 0
         }
         if initial || !delays.isConfigured(as: conditions) { delays = DelaySampler(conditions, &random) }
+        jitterReorders = conditions.jitter > 0 && conditions.effectiveJitterModel == .netem
 
         let lastLeaves = backlog.lastLeavesAt
         if let newTrace = options.trace {
@@ -270,11 +275,24 @@ struct EmulatorCore: ~Copyable {
             departure = leaves
         } else {
             reorderCounter &+= 1
-            lane = isDNS ? lanes.dns : lanes.main
-            departure = leaves + delays.next(&random) + (isDNS ? dnsDelay : 0)
+            departure = leaves + delays.next(at: leaves, &random) + (isDNS ? dnsDelay : 0)
+            if jitterReorders {
+                // The netem jitter model: frames leave in departure order, whatever order they came in.
+                lane = HeldFrames.sortedLane
+                if departure < latestSortedDeparture { counters.jitterReorderedFrames &+= 1 }
+                latestSortedDeparture = max(latestSortedDeparture, departure)
+            } else {
+                lane = isDNS ? lanes.dns : lanes.main
+            }
         }
-        // Order is kept within a lane: a frame never leaves before one offered earlier.
-        departure = max(departure, held.lastDeparture(lane: lane))
+        // Order is kept within a first-in first-out lane: a frame never leaves before one offered earlier.
+        if lane != HeldFrames.sortedLane {
+            let previous = held.lastDeparture(lane: lane)
+            if departure < previous {
+                counters.orderHolds &+= 1
+                departure = previous
+            }
+        }
         if mayForward && departure <= now && held.isEmpty(lane: lane) {
             counters.passedFrames &+= 1
             counters.passedBytes &+= UInt64(length)

@@ -127,13 +127,17 @@ struct ProfileReader {
 
     func conditions(_ element: JSONElement) throws(DocumentError) -> LinkConditions {
         let fields = try element.fields(
-            ["rate", "delay", "jitter", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn", "trace"],
+            ["rate", "delay", "jitter", "jitterModel", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn", "trace"],
             expected: Self.conditionsExpectation)
         var conditions = LinkConditions()
         if let rate = fields["rate"] { conditions.rate = try self.rate(rate) }
         if let delay = fields["delay"] { conditions.delay = try time(delay) }
         if let jitter = fields["jitter"] {
             (conditions.jitter, conditions.delayCorrelation, conditions.distribution) = try self.jitter(jitter)
+        }
+        if let model = fields["jitterModel"] {
+            conditions.jitterModel = try model.choice(
+                JitterModel.self, noun: "a jitter model", typeExpected: "a jitter model as a string: \"ordered\" or \"netem\"")
         }
         conditions.loss = try fields["loss"].map(lossModel)
         conditions.duplicate = try fields["duplicate"].map(chance)

@@ -74,7 +74,7 @@ struct ProfileValidator {
                 expected: Quantity.rateRange)
         }
         try locator.checkTime(conditions.delay, at: base.appending("delay"))
-        try checkJitter(conditions, at: base.appending("jitter"))
+        try checkJitter(conditions, in: base)
         try checkLoss(conditions.loss, at: base.appending("loss"))
         if let duplicate = conditions.duplicate {
             try checkCorrelation(
@@ -105,13 +105,19 @@ struct ProfileValidator {
         }
     }
 
-    func checkJitter(_ conditions: LinkConditions, at jitter: JSONPath) throws(DocumentError) {
+    func checkJitter(_ conditions: LinkConditions, in base: JSONPath) throws(DocumentError) {
+        let jitter = base.appending("jitter")
         try locator.checkTime(conditions.jitter, at: jitter.appending("amount"))
         try checkFraction(conditions.delayCorrelation, at: jitter.appending("correlation"))
         if conditions.delayCorrelation > 0, conditions.jitter == 0 {
             throw locator.error(
                 .conflict, at: jitter.appending("correlation"), problem: "a delay correlation without jitter",
                 expected: "a jitter \"amount\" above 0 (the correlation ties each packet's jitter to the previous one)")
+        }
+        if conditions.jitterModel != nil, conditions.jitter == 0 {
+            throw locator.error(
+                .conflict, at: base.appending("jitterModel"), problem: "a jitter model without jitter",
+                expected: "a jitter \"amount\" above 0 in the same direction (the model says how the jitter varies)")
         }
         if conditions.distribution != nil, conditions.jitter == 0 || conditions.delay == 0 {
             throw locator.error(

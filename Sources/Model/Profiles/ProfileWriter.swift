@@ -52,6 +52,7 @@ enum ProfileWriter {
             }
             members.append(("jitter", .object(jitter)))
         }
+        if let model = conditions.jitterModel { members.append(("jitterModel", .string(model.rawValue))) }
         switch conditions.loss {
         case nil: break
         case .random(let probability, let correlation)?:
