@@ -16,14 +16,29 @@ public struct DirectionCounters: Sendable, Equatable {
     public var lostFrames: UInt64 = 0
     /// Bytes dropped by the loss model.
     public var lostBytes: UInt64 = 0
-    /// Frames tail-dropped by a full transmit queue (netem's `limit`, the byte limit, or the held-bytes
-    /// limit).
+    /// Frames the queue dropped, for any reason (tail, head, CoDel, PIE, RED, or the held-bytes limit).
     public var queueDroppedFrames: UInt64 = 0
-    /// Bytes tail-dropped.
+    /// Bytes the queue dropped.
     public var queueDroppedBytes: UInt64 = 0
     /// Of ``queueDroppedFrames``, those dropped because the direction held its most bytes
     /// (``DirectionOptions/heldBytesLimit``) rather than at the queue limit.
     public var heldLimitDroppedFrames: UInt64 = 0
+    /// Of ``queueDroppedFrames``, arriving frames dropped by a full queue (its limit in packets, bytes or
+    /// time; the hard limit of CoDel, PIE and RED).
+    public var tailDroppedFrames: UInt64 = 0
+    /// Of ``queueDroppedFrames``, the oldest frames a DropHead queue dropped to make room.
+    public var headDroppedFrames: UInt64 = 0
+    /// Of ``queueDroppedFrames``, frames CoDel dropped at the head.
+    public var codelDroppedFrames: UInt64 = 0
+    /// Of ``queueDroppedFrames``, arriving frames PIE dropped early.
+    public var pieDroppedFrames: UInt64 = 0
+    /// Of ``queueDroppedFrames``, arriving frames RED dropped (probabilistic and forced).
+    public var redDroppedFrames: UInt64 = 0
+    /// Of ``redDroppedFrames``, those dropped because the average was above the maximum threshold.
+    public var redForcedDroppedFrames: UInt64 = 0
+    /// How long frames waited in the queue before the transmitter took them (DropTail: the wait known on
+    /// arrival; the other disciplines: measured when the frame is taken).
+    public var sojourn = SojournHistogram()
     /// Extra copies made (netem's `duplicate`).
     public var duplicatedFrames: UInt64 = 0
     /// Frames with a flipped bit (netem's `corrupt`).

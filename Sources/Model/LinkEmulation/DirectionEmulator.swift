@@ -64,8 +64,9 @@ public final class DirectionEmulator: FrameScheduler {
         core.offer(frame, at: now)
     }
 
-    /// The earliest time a held frame is due; `nil` when nothing is held.
-    public var nextDeparture: MonotonicNanoseconds? { core.held.nextDeparture }
+    /// The earliest time a held frame is due, or the transmitter takes the next frame from a waiting queue
+    /// (a departure may then send nothing); `nil` when nothing is held.
+    public var nextDeparture: MonotonicNanoseconds? { core.nextDeparture }
 
     /// Hands every held frame due by `now` to `send`, in departure order (ties in the order offered).
     public func departDue(

@@ -50,13 +50,32 @@ struct HeldFrames: ~Copyable {
     mutating func hold(
         _ frame: UnsafeRawBufferPointer, lane: Int, departure: MonotonicNanoseconds, sequence: UInt64
     ) {
+        hold(buffer: copy(frame), length: frame.count, lane: lane, departure: departure, sequence: sequence)
+    }
+
+    /// A copy of `frame` in a buffer of the pool, for a stage before the delay line (the queue); it comes
+    /// back with ``hold(buffer:length:lane:departure:sequence:)`` or ``recycle(_:length:)``.
+    @inline(__always)
+    mutating func copy(_ frame: UnsafeRawBufferPointer) -> UnsafeMutableRawPointer {
         let buffer = pool.take(length: frame.count)
         if let source = frame.baseAddress, frame.count > 0 { buffer.copyMemory(from: source, byteCount: frame.count) }
-        let held = HeldFrame(departure: departure, sequence: sequence, buffer: buffer, length: frame.count)
+        return buffer
+    }
+
+    /// Gives back a buffer from ``copy(_:)`` whose frame was dropped.
+    @inline(__always)
+    mutating func recycle(_ buffer: UnsafeMutableRawPointer, length: Int) { pool.give(buffer, length: length) }
+
+    /// Queues a frame already copied with ``copy(_:)`` (see ``hold(_:lane:departure:sequence:)``).
+    @inline(__always)
+    mutating func hold(
+        buffer: UnsafeMutableRawPointer, length: Int, lane: Int, departure: MonotonicNanoseconds, sequence: UInt64
+    ) {
+        let held = HeldFrame(departure: departure, sequence: sequence, buffer: buffer, length: length)
         if lane == Self.sortedLane { sorted.insert(held) } else { lanes[lane].append(held) }
         occupiedLanes |= 1 << UInt32(lane)
         frames += 1
-        bytes += UInt64(frame.count)
+        bytes += UInt64(length)
     }
 
     /// The earliest departure of any held frame; `nil` when nothing is held.

@@ -26,8 +26,12 @@ public struct LinkConditions: Sendable, Equatable {
     public var reorder: Reorder?
     /// Packets leave in bursts ("slots"), as on Wi-Fi or cellular links.
     public var slot: Slot?
-    /// The queue length in packets; `nil` lets the backend derive it from the bandwidth-delay product.
+    /// The queue length in packets (a DropTail queue); `nil` lets the backend derive it from the
+    /// bandwidth-delay product. Not with ``queue``.
     public var queueLimit: UInt32?
+    /// The queue's discipline and limit (see ``LinkQueue``); `nil` for a DropTail of ``queueLimit``
+    /// packets (see ``effectiveQueue(extraDelay:)``). Needs a `rate` or a `trace` (a `slot` for DropTail).
+    public var queue: LinkQueue?
     /// Mark packets with ECN Congestion Experienced instead of dropping them (ECN-capable traffic only);
     /// needs `loss`.
     public var ecn: Bool
@@ -40,7 +44,7 @@ public struct LinkConditions: Sendable, Equatable {
         rate: UInt64? = nil, delay: UInt64 = 0, jitter: UInt64 = 0, delayCorrelation: Double = 0,
         distribution: DelayDistribution? = nil, jitterModel: JitterModel? = nil, loss: LossModel? = nil, duplicate: Chance? = nil,
         corrupt: Chance? = nil, reorder: Reorder? = nil, slot: Slot? = nil, queueLimit: UInt32? = nil,
-        ecn: Bool = false, trace: DeliveryTrace? = nil
+        queue: LinkQueue? = nil, ecn: Bool = false, trace: DeliveryTrace? = nil
     ) {
         self.rate = rate
         self.delay = delay
@@ -54,6 +58,7 @@ public struct LinkConditions: Sendable, Equatable {
         self.reorder = reorder
         self.slot = slot
         self.queueLimit = queueLimit
+        self.queue = queue
         self.ecn = ecn
         self.trace = trace
     }
@@ -65,8 +70,8 @@ public struct LinkConditions: Sendable, Equatable {
     public static let unconditioned = LinkConditions()
 
     /// Whether these conditions change nothing a packet would notice: no rate, delay, jitter or slot,
-    /// and no loss, duplication, corruption or reordering with a probability above 0. A queue limit,
-    /// `ecn`, a distribution, a jitter model or a correlation alone are neutral.
+    /// and no loss, duplication, corruption or reordering with a probability above 0. A queue limit, a
+    /// queue, `ecn`, a distribution, a jitter model or a correlation alone are neutral.
     public var isNeutral: Bool {
         rate == nil && trace == nil && delay == 0 && jitter == 0 && slot == nil && (loss?.dropsNothing ?? true)
             && (duplicate?.probability ?? 0) == 0 && (corrupt?.probability ?? 0) == 0

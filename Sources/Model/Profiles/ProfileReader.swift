@@ -127,7 +127,7 @@ struct ProfileReader {
 
     func conditions(_ element: JSONElement) throws(DocumentError) -> LinkConditions {
         let fields = try element.fields(
-            ["rate", "delay", "jitter", "jitterModel", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn", "trace"],
+            ["rate", "delay", "jitter", "jitterModel", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "queue", "ecn", "trace"],
             expected: Self.conditionsExpectation)
         var conditions = LinkConditions()
         if let rate = fields["rate"] { conditions.rate = try self.rate(rate) }
@@ -147,6 +147,7 @@ struct ProfileReader {
         if let queueLimit = fields["queueLimit"] {
             conditions.queueLimit = try count(queueLimit, expected: ProfileValidator.queueLimitExpectation)
         }
+        conditions.queue = try fields["queue"].map(queue)
         if let ecn = fields["ecn"] { conditions.ecn = try ecn.bool(expected: "true or false") }
         conditions.trace = try fields["trace"].map(trace)
         return conditions

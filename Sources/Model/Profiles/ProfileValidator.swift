@@ -94,6 +94,7 @@ struct ProfileValidator {
                     expected: "one of them: the trace's delivery opportunities are the link's rate and its bursts")
             }
         }
+        if let queue = conditions.queue { try check(queue: queue, of: conditions, at: base.appending("queue"), base: base) }
         if let queueLimit = conditions.queueLimit {
             try checkCount(
                 queueLimit, in: 1...UInt32.max, at: base.appending("queueLimit"), expected: Self.queueLimitExpectation)

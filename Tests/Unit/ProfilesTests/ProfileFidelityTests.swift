@@ -55,4 +55,55 @@ final class ProfileFidelityTests: XCTestCase {
         XCTAssertEqual(alone.path?.description, "$.downlink.jitterModel")
         XCTAssertEqual(alone.problem, "a jitter model without jitter")
     }
+
+    // MARK: Queue
+
+    func testQueueShortFormsAreDropTail() throws {
+        XCTAssertEqual(try downlink(#""rate": "1mbit", "queue": "1000 packets""#).queue, .dropTail(.packets(1000)))
+        XCTAssertEqual(try downlink(#""rate": "1mbit", "queue": "1 packet""#).queue, .dropTail(.packets(1)))
+        XCTAssertEqual(try downlink(#""rate": "1mbit", "queue": "64KB""#).queue, .dropTail(.bytes(64_000)))
+        XCTAssertEqual(try downlink(#""rate": "1mbit", "queue": "64KiB""#).queue, .dropTail(.bytes(65_536)))
+        XCTAssertEqual(try downlink(#""rate": "1mbit", "queue": "250ms""#).queue, .dropTail(.time(250_000_000)))
+        // Without a queue, the DropTail of queueLimit (or the derived limit) is in force.
+        XCTAssertEqual(try downlink(#""rate": "1mbit", "queueLimit": 50"#).effectiveQueue(), .dropTail(.packets(50)))
+    }
+
+    func testQueueDisciplinesWithTheirParametersAndDefaults() throws {
+        let codel = try downlink(#""rate": "1mbit", "queue": {"discipline": "codel"}"#).queue
+        XCTAssertEqual(codel, LinkQueue(.codel(CoDelSettings(target: 5_000_000, interval: 100_000_000)), limit: .packets(1000)))
+        let tuned = try downlink(#""rate": "1mbit", "queue": {"discipline": "codel", "target": "10ms", "interval": "200ms", "limit": "500 packets"}"#)
+        XCTAssertEqual(tuned.queue, LinkQueue(.codel(CoDelSettings(target: 10_000_000, interval: 200_000_000)), limit: .packets(500)))
+        let pie = try downlink(#""rate": "1mbit", "queue": {"discipline": "pie", "alpha": 0.25, "beta": 2, "tupdate": "30ms"}"#).queue
+        XCTAssertEqual(pie, LinkQueue(.pie(PIESettings(target: 15_000_000, updateInterval: 30_000_000, alpha: 0.25, beta: 2))))
+        let red = try downlink(#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "adaptive": true}"#).queue
+        XCTAssertEqual(red, LinkQueue(.red(REDSettings(minimum: 30_000, maximum: 90_000, adaptive: true)), limit: .bytes(360_000)))
+        let head = try downlink(#""rate": "1mbit", "queue": {"discipline": "drophead", "limit": "100 packets"}"#).queue
+        XCTAssertEqual(head, LinkQueue(.dropHead, limit: .packets(100)))
+        for queue in [codel, tuned.queue, pie, red, head, LinkQueue(.red(REDSettings(minimum: 3000, maximum: 9000, probability: 0.1, burst: 40)), limit: .bytes(50_000))] {
+            try roundTrip(LinkConditions(rate: 1_000_000, queue: queue))
+        }
+        try roundTrip(LinkConditions(rate: 1_000_000, queue: .dropTail(.time(250_000_000))))
+    }
+
+    func testBadQueuesAreRefusedWithTheirPath() throws {
+        func refused(_ members: String, _ path: String, _ problem: String, file: StaticString = #filePath, line: UInt = #line) throws {
+            let error = try XCTUnwrap(downlinkError(members, file: file, line: line), file: file, line: line)
+            XCTAssertEqual(error.path?.description, path, file: file, line: line)
+            XCTAssertEqual(error.problem, problem, file: file, line: line)
+        }
+        try refused(#""rate": "1mbit", "queue": "64kb""#, "$.downlink.queue", #""64kb" has an unknown unit "kb" (did you mean "64KB"?)"#)
+        try refused(#""rate": "1mbit", "queue": "1000packets""#, "$.downlink.queue", #""1000packets" has no space before the unit"#)
+        try refused(#""rate": "1mbit", "queue": "100""#, "$.downlink.queue", #""100" has no unit"#)
+        try refused(#""queue": "100 packets""#, "$.downlink.queue", "a queue without a rate or a trace")
+        try refused(#""rate": "1mbit", "queue": "10 packets", "queueLimit": 10"#, "$.downlink.queueLimit", #"a "queueLimit" beside a "queue""#)
+        try refused(#""rate": "1mbit", "queue": "0 packets""#, "$.downlink.queue", "a limit of 0 packets")
+        try refused(#""rate": "1mbit", "queue": {"discipline": "codle"}"#, "$.downlink.queue.discipline", #""codle" is not a queue discipline (did you mean "codel"?)"#)
+        try refused(#""rate": "1mbit", "queue": {"discipline": "codel", "alpha": 1}"#, "$.downlink.queue.alpha", #""alpha" is not a parameter of codel"#)
+        try refused(#""rate": "1mbit", "queue": {"discipline": "drophead"}"#, "$.downlink.queue", #"missing key "limit""#)
+        try refused(#""rate": "1mbit", "queue": {"discipline": "codel", "limit": "100ms"}"#, "$.downlink.queue.limit", "a time limit for codel")
+        try refused(#""rate": "1mbit", "queue": {"discipline": "pie", "beta": 3}"#, "$.downlink.queue.beta", "3.0 is out of range")
+        try refused(#""rate": "1mbit", "queue": {"discipline": "red", "min": "90KB", "max": "30KB"}"#, "$.downlink.queue.max", "thresholds 90KB to 30KB")
+        try refused(#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "limit": "100 packets"}"#, "$.downlink.queue.limit", "a RED limit in 100 packets")
+        try refused(#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "burst": 5}"#, "$.downlink.queue.burst", "a burst of 5 packets is below min / avpkt (30)")
+    }
 }
