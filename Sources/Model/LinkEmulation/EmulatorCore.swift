@@ -38,6 +38,8 @@ struct EmulatorCore: ~Copyable {
     private var reorderGap: UInt32 = 0
     private var reorderCounter: UInt32 = 0
     private var delays: DelaySampler
+    /// The arrival of the first conditioned frame: time 0 of the delay and loss traces.
+    private var traceOrigin: MonotonicNanoseconds?
     /// Whether jitter may reorder frames (the `netem` jitter model with a jitter).
     private var jitterReorders = false
     /// The latest departure given to a frame in the sorted lane.
@@ -86,7 +88,10 @@ struct EmulatorCore: ~Copyable {
     mutating func configure(_ conditions: LinkConditions, _ options: DirectionOptions, initial: Bool = false) {
         let newDNSDelay = options.effectiveDNSDelay
         let propagationChanged = !delays.isConfigured(as: conditions) || newDNSDelay != dnsDelay
-        if initial || loss.model != LossGenerator(conditions.loss).model { loss = LossGenerator(conditions.loss) }
+        if initial || !loss.isConfigured(as: conditions.loss, trace: conditions.lossTrace) {
+            loss = LossGenerator(conditions.loss, trace: conditions.lossTrace)
+        }
+        if conditions.delayTrace != self.conditions.delayTrace || conditions.lossTrace != self.conditions.lossTrace { traceOrigin = nil }
         if initial || conditions.duplicate != self.conditions.duplicate {
             duplicate = Self.chance(conditions.duplicate.map { ($0.probability, $0.correlation) }, &random)
         }
@@ -195,7 +200,8 @@ struct EmulatorCore: ~Copyable {
                 return isDNS ? holdDNSOnly(frame, at: now) : forwardUntouched(frame)
             }
         }
-        if loss.loses(&random) {
+        if traceOrigin == nil { traceOrigin = now }
+        if loss.loses(&random, elapsed: now - min(now, traceOrigin!)) {
             var marked = false
             if ecn {
                 if headers == nil { headers = FrameHeaders(UnsafeRawBufferPointer(frame)) }
@@ -320,7 +326,8 @@ struct EmulatorCore: ~Copyable {
             departure = leaves
         } else {
             reorderCounter &+= 1
-            departure = leaves + delays.next(at: leaves, &random) + (isDNS ? dnsDelay : 0)
+            let elapsed = leaves - min(leaves, traceOrigin ?? leaves)
+            departure = leaves + delays.next(at: leaves, elapsed: elapsed, &random) + (isDNS ? dnsDelay : 0)
             if jitterReorders {
                 // The netem jitter model: frames leave in departure order, whatever order they came in.
                 lane = HeldFrames.sortedLane

@@ -38,13 +38,19 @@ public struct LinkConditions: Sendable, Equatable {
     /// Deliveries follow a recorded trace (Mahimahi's format) instead of `rate`: each opportunity carries
     /// 1500 bytes. Only the userspace engine has it.
     public var trace: DeliveryTrace?
+    /// The delay follows a trace in steps instead of `delay` (jitter, if any, varies around it). Only the
+    /// userspace engine has it.
+    public var delayTrace: StepTrace?
+    /// The random loss follows a trace in steps instead of `loss`. Only the userspace engine has it.
+    public var lossTrace: StepTrace?
 
     /// Conditions with the given values; the defaults add nothing.
     public init(
         rate: UInt64? = nil, delay: UInt64 = 0, jitter: UInt64 = 0, delayCorrelation: Double = 0,
         distribution: DelayDistribution? = nil, jitterModel: JitterModel? = nil, loss: LossModel? = nil, duplicate: Chance? = nil,
         corrupt: Chance? = nil, reorder: Reorder? = nil, slot: Slot? = nil, queueLimit: UInt32? = nil,
-        queue: LinkQueue? = nil, ecn: Bool = false, trace: DeliveryTrace? = nil
+        queue: LinkQueue? = nil, ecn: Bool = false, trace: DeliveryTrace? = nil, delayTrace: StepTrace? = nil,
+        lossTrace: StepTrace? = nil
     ) {
         self.rate = rate
         self.delay = delay
@@ -61,6 +67,8 @@ public struct LinkConditions: Sendable, Equatable {
         self.queue = queue
         self.ecn = ecn
         self.trace = trace
+        self.delayTrace = delayTrace
+        self.lossTrace = lossTrace
     }
 
     /// The jitter model in force: ``jitterModel``, or ``JitterModel/ordered`` when the profile names none.
@@ -73,7 +81,7 @@ public struct LinkConditions: Sendable, Equatable {
     /// and no loss, duplication, corruption or reordering with a probability above 0. A queue limit, a
     /// queue, `ecn`, a distribution, a jitter model or a correlation alone are neutral.
     public var isNeutral: Bool {
-        rate == nil && trace == nil && delay == 0 && jitter == 0 && slot == nil && (loss?.dropsNothing ?? true)
+        rate == nil && trace == nil && delayTrace == nil && (lossTrace?.maximum ?? 0) == 0 && delay == 0 && jitter == 0 && slot == nil && (loss?.dropsNothing ?? true)
             && (duplicate?.probability ?? 0) == 0 && (corrupt?.probability ?? 0) == 0
             && (reorder?.probability ?? 0) == 0
     }

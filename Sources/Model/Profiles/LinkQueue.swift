@@ -39,6 +39,12 @@ public enum QueueCapacity: Sendable, Equatable, CustomStringConvertible {
     /// takes it (`"250ms"`); the equivalent of a byte limit of rate × time that follows a changing rate.
     case time(UInt64)
 
+    /// Whether the limit counts packets.
+    public var isPackets: Bool {
+        if case .packets = self { return true }
+        return false
+    }
+
     /// As a profile writes it: `1000 packets`, `64KB`, `250ms`.
     public var description: String {
         switch self {

@@ -93,3 +93,22 @@ extension ProfileValidator {
         }
     }
 }
+
+/// The rules of a direction's delay and loss traces.
+extension ProfileValidator {
+    func checkStepTraces(_ conditions: LinkConditions, at base: JSONPath) throws(DocumentError) {
+        for (trace, key, beside, present) in [
+            (conditions.delayTrace, "delayTrace", "delay", conditions.delay > 0),
+            (conditions.lossTrace, "lossTrace", "loss", conditions.loss != nil),
+        ] where trace != nil && present {
+            throw locator.error(
+                .conflict, at: base.appending(beside), problem: "a \"\(beside)\" beside a \"\(key)\"",
+                expected: "one of them: the trace is the \(beside), step by step")
+        }
+        if let trace = conditions.delayTrace, trace.maximum > Double(Quantity.maximumTime) {
+            throw locator.error(
+                .outOfRange, at: base.appending("delayTrace"), problem: "a delay of \(Quantity.formatTime(UInt64(trace.maximum)))",
+                expected: Quantity.timeRange)
+        }
+    }
+}

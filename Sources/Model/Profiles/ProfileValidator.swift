@@ -84,7 +84,7 @@ struct ProfileValidator {
             try checkCorrelation(corrupt.correlation, probability: corrupt.probability, at: base.appending("corrupt"))
         }
         if let reorder = conditions.reorder {
-            try check(reorder, delay: conditions.delay, at: base.appending("reorder"))
+            try check(reorder, delay: max(conditions.delay, conditions.delayTrace.map { UInt64($0.maximum) } ?? 0), at: base.appending("reorder"))
         }
         if let slot = conditions.slot { try check(slot, at: base.appending("slot")) }
         if conditions.trace != nil {
@@ -94,12 +94,13 @@ struct ProfileValidator {
                     expected: "one of them: the trace's delivery opportunities are the link's rate and its bursts")
             }
         }
+        try checkStepTraces(conditions, at: base)
         if let queue = conditions.queue { try check(queue: queue, of: conditions, at: base.appending("queue"), base: base) }
         if let queueLimit = conditions.queueLimit {
             try checkCount(
                 queueLimit, in: 1...UInt32.max, at: base.appending("queueLimit"), expected: Self.queueLimitExpectation)
         }
-        if conditions.ecn, conditions.loss?.dropsNothing ?? true {
+        if conditions.ecn, conditions.loss?.dropsNothing ?? true, (conditions.lossTrace?.maximum ?? 0) == 0 {
             throw locator.error(
                 .conflict, at: base.appending("ecn"), problem: "ecn without loss",
                 expected: "a \"loss\" above 0% in the same direction (netem marks the packets it would drop)")
@@ -120,10 +121,10 @@ struct ProfileValidator {
                 .conflict, at: base.appending("jitterModel"), problem: "a jitter model without jitter",
                 expected: "a jitter \"amount\" above 0 in the same direction (the model says how the jitter varies)")
         }
-        if conditions.distribution != nil, conditions.jitter == 0 || conditions.delay == 0 {
+        if conditions.distribution != nil, conditions.jitter == 0 || (conditions.delay == 0 && conditions.delayTrace == nil) {
             throw locator.error(
                 .conflict, at: jitter.appending("distribution"), problem: "a distribution needs a delay and a jitter",
-                expected: "a \"delay\" and a jitter \"amount\" above 0 (netem spreads the delay by the jitter)")
+                expected: "a \"delay\" (or a \"delayTrace\") and a jitter \"amount\" above 0 (netem spreads the delay by the jitter)")
         }
     }
 

@@ -100,6 +100,9 @@ enum ProfileWriter {
         if let trace = conditions.trace, let file = traces == .resolved ? trace.path ?? trace.file : trace.file {
             members.append(("trace", .string(file)))
         }
+        for (key, trace) in [("delayTrace", conditions.delayTrace), ("lossTrace", conditions.lossTrace)] {
+            if let trace, let file = traces == .resolved ? trace.path ?? trace.file : trace.file { members.append((key, .string(file))) }
+        }
         return .object(members)
     }
 

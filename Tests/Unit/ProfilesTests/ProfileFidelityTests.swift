@@ -1,3 +1,4 @@
+import Foundation
 import JSONDocument
 import XCTest
 
@@ -105,5 +106,47 @@ final class ProfileFidelityTests: XCTestCase {
         try refused(#""rate": "1mbit", "queue": {"discipline": "red", "min": "90KB", "max": "30KB"}"#, "$.downlink.queue.max", "thresholds 90KB to 30KB")
         try refused(#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "limit": "100 packets"}"#, "$.downlink.queue.limit", "a RED limit in 100 packets")
         try refused(#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "burst": 5}"#, "$.downlink.queue.burst", "a burst of 5 packets is below min / avpkt (30)")
+    }
+
+    // MARK: Delay and loss traces
+
+    private func folderWithTraces(_ files: [String: String]) throws -> String {
+        let folder = NSTemporaryDirectory() + "linkcond-steptrace-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for (name, text) in files { try text.write(toFile: folder + "/" + name, atomically: true, encoding: .utf8) }
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: folder) }
+        return folder
+    }
+
+    func testDelayAndLossTracesAreReadBesideTheProfile() throws {
+        let folder = try folderWithTraces(["d.trace": "0 50ms\n1000 200ms\n2000\n", "l.trace": "0 1%\n500 20%\n"])
+        let text = #"{"name": "t", "downlink": {"delayTrace": "d.trace", "lossTrace": "l.trace", "jitter": "5ms"}}"#
+        let profile = try ProfileParser.parse(text: text, source: folder + "/t.json")
+        XCTAssertEqual(profile.downlink.delayTrace?.steps.map(\.value), [50e6, 200e6])
+        XCTAssertEqual(profile.downlink.delayTrace?.period, 2000)
+        XCTAssertEqual(profile.downlink.delayTrace?.path, folder + "/d.trace")
+        XCTAssertEqual(profile.downlink.lossTrace?.steps.map(\.value), [0.01, 0.2])
+        XCTAssertFalse(profile.downlink.isNeutral)
+        // Written back by name (and by path for the engine), read back the same.
+        let written = ProfileParser.jsonText(of: profile)
+        XCTAssertTrue(written.contains(#""delayTrace": "d.trace""#), written)
+        XCTAssertEqual(try ProfileParser.parse(text: written, source: folder + "/t.json"), profile)
+    }
+
+    func testBadTracesAndConflictsAreRefused() throws {
+        let folder = try folderWithTraces(["bad.trace": "0 50ms\n100 fast\n", "d.trace": "0 50ms\n"])
+        func error(_ downlink: String) -> ProfileError? {
+            do {
+                _ = try ProfileParser.parse(text: #"{"name": "t", "downlink": {"# + downlink + "}}", source: folder + "/t.json")
+                return nil
+            } catch { return error }
+        }
+        let bad = try XCTUnwrap(error(#""delayTrace": "bad.trace""#))
+        XCTAssertEqual(bad.path?.description, "$.downlink.delayTrace")
+        XCTAssertTrue(bad.problem.contains("bad.trace: line 2: \"fast\" is not a delay"), bad.problem)
+        let both = try XCTUnwrap(error(#""delay": "10ms", "delayTrace": "d.trace""#))
+        XCTAssertEqual(both.path?.description, "$.downlink.delay")
+        XCTAssertEqual(both.problem, #"a "delay" beside a "delayTrace""#)
+        XCTAssertEqual(try XCTUnwrap(error(#""lossTrace": "missing.trace""#)).file, folder + "/missing.trace")
     }
 }
