@@ -1,5 +1,7 @@
-/// What a direction did, since it was built (a swap keeps counting). Every frame is accounted for:
-/// `offeredFrames + duplicatedFrames == passedFrames + lostFrames + queueDroppedFrames + backlogFrames`.
+/// What a direction did, since it was built (``DirectionEmulator/counters``, a swap keeps counting) or
+/// since its last swap (``DirectionEmulator/countersSinceChange``). Every frame is accounted for:
+/// `offeredFrames + duplicatedFrames == passedFrames + lostFrames + queueDroppedFrames + backlogFrames`
+/// (since a swap, up to the frames held across it).
 public struct DirectionCounters: Sendable, Equatable {
     /// Frames offered by the I/O.
     public var offeredFrames: UInt64 = 0
@@ -37,7 +39,7 @@ public struct DirectionCounters: Sendable, Equatable {
     /// Of ``redDroppedFrames``, those dropped because the average was above the maximum threshold.
     public var redForcedDroppedFrames: UInt64 = 0
     /// How long frames waited in the queue before the transmitter took them (DropTail: the wait known on
-    /// arrival; the other disciplines: measured when the frame is taken).
+    /// arrival; the other disciplines: measured when the frame is taken), since the last swap.
     public var sojourn = SojournHistogram()
     /// Extra copies made (netem's `duplicate`).
     public var duplicatedFrames: UInt64 = 0
@@ -68,4 +70,34 @@ public struct DirectionCounters: Sendable, Equatable {
 
     /// No frames yet.
     public init() {}
+
+    /// What was counted since `baseline` (an earlier reading of the same direction): every count less the
+    /// baseline's; the backlog and the sojourn histogram as they are (the histogram restarts at each swap).
+    public func since(_ baseline: DirectionCounters) -> DirectionCounters {
+        var result = self
+        result.offeredFrames &-= baseline.offeredFrames
+        result.offeredBytes &-= baseline.offeredBytes
+        result.passedFrames &-= baseline.passedFrames
+        result.passedBytes &-= baseline.passedBytes
+        result.untouchedFrames &-= baseline.untouchedFrames
+        result.lostFrames &-= baseline.lostFrames
+        result.lostBytes &-= baseline.lostBytes
+        result.queueDroppedFrames &-= baseline.queueDroppedFrames
+        result.queueDroppedBytes &-= baseline.queueDroppedBytes
+        result.heldLimitDroppedFrames &-= baseline.heldLimitDroppedFrames
+        result.tailDroppedFrames &-= baseline.tailDroppedFrames
+        result.headDroppedFrames &-= baseline.headDroppedFrames
+        result.codelDroppedFrames &-= baseline.codelDroppedFrames
+        result.pieDroppedFrames &-= baseline.pieDroppedFrames
+        result.redDroppedFrames &-= baseline.redDroppedFrames
+        result.redForcedDroppedFrames &-= baseline.redForcedDroppedFrames
+        result.duplicatedFrames &-= baseline.duplicatedFrames
+        result.corruptedFrames &-= baseline.corruptedFrames
+        result.reorderedFrames &-= baseline.reorderedFrames
+        result.orderHolds &-= baseline.orderHolds
+        result.jitterReorderedFrames &-= baseline.jitterReorderedFrames
+        result.ecnMarkedFrames &-= baseline.ecnMarkedFrames
+        result.dnsFrames &-= baseline.dnsFrames
+        return result
+    }
 }

@@ -85,12 +85,16 @@ public final class DirectionEmulator: FrameScheduler {
     /// the next frame unless it is the same trace.
     public func replace(conditions: LinkConditions, options: DirectionOptions) {
         core.configure(conditions, options)
+        baseline = core.snapshot
     }
 
     /// Puts new conditions in force, keeping the options (see ``replace(conditions:options:)``).
     public func replace(conditions: LinkConditions) {
-        core.configure(conditions, core.options)
+        replace(conditions: conditions, options: core.options)
     }
+
+    /// The counters when the conditions were last replaced (zero before any replace).
+    private var baseline = DirectionCounters()
 
     /// The conditions in force (read-back for `show` and verification).
     public var conditions: LinkConditions { core.conditions }
@@ -98,8 +102,12 @@ public final class DirectionEmulator: FrameScheduler {
     /// The options in force.
     public var options: DirectionOptions { core.options }
 
-    /// What the direction has done so far, with the backlog as of now.
+    /// What the direction has done since it was built, with the backlog as of now.
     public var counters: DirectionCounters { core.snapshot }
+
+    /// What the direction has done since its conditions were last replaced (as tc counts a new qdisc), with
+    /// the backlog as of now.
+    public var countersSinceChange: DirectionCounters { core.snapshot.since(baseline) }
 
     /// Whether frames go straight through with no work: neutral conditions, no targets, no trace and no
     /// DNS delay.

@@ -145,6 +145,7 @@ struct EmulatorCore: ~Copyable {
         needsHeaders = !options.targets.isEmpty || dnsDelay > 0
         isPassThrough = conditions.isNeutral && options.targets.isEmpty && options.trace == nil && dnsDelay == 0
         if propagationChanged && !initial { retireDelayLanes() }
+        if !initial { counters.sojourn = SojournHistogram() }
         self.conditions = conditions
         self.options = options
     }
