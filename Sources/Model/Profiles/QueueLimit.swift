@@ -4,9 +4,9 @@ extension LinkConditions {
     /// The queue limit in packets used when ``queueLimit`` is `nil`: large enough that the bandwidth-delay
     /// product never tail-drops (netem's default `limit 1000` silently does at high rate × delay).
     ///
-    /// The bandwidth-delay product (delay (a delay trace's largest) + jitter + `extraDelay` + slot wait, at ``rate``, or 1 Gbit/s
-    /// without one) counted in 64-byte packets with 25% headroom, or four times it in 1500-byte packets,
-    /// whichever is larger; at least 1000 (netem's default), at most 100 000.
+    /// The bandwidth-delay product (delay (a delay trace's largest) + jitter + `extraDelay` + slot wait, at
+    /// ``rate``, or 1 Gbit/s without one) counted in 64-byte packets with 25% headroom, or four times it in
+    /// 1500-byte packets, whichever is larger; at least 1000 (netem's default), at most 100 000.
     public func derivedQueueLimit(extraDelay: UInt64 = 0) -> UInt32 {
         let propagation = max(delay, delayTrace.map { UInt64($0.maximum) } ?? 0)
         let wait = Double(propagation + jitter + extraDelay + (slot?.maxDelay ?? 0)) / 1e9
@@ -19,8 +19,7 @@ extension LinkConditions {
     }
 
     /// The queue limit in packets in force: a DropTail ``queue`` in packets, or ``queueLimit``, when the
-    /// profile sets one, else
-    /// ``derivedQueueLimit(extraDelay:)`` (netem's `limit`).
+    /// profile sets one, else ``derivedQueueLimit(extraDelay:)`` (netem's `limit`).
     public func effectiveQueueLimit(extraDelay: UInt64 = 0) -> UInt32 {
         if let queue, queue.discipline == .dropTail, case .packets(let limit) = queue.limit { return limit }
         return queueLimit ?? derivedQueueLimit(extraDelay: extraDelay)

@@ -4,7 +4,8 @@ import Sandboxing
 import XCTest
 
 /// What netem cannot do of the fidelity fields is refused before any netlink write: delay and loss traces,
-/// and queues other than a DropTail in packets; a DropTail in packets is netem's `limit`.
+/// and queues other than a DropTail in packets; a DropTail in packets is netem's `limit`; an ordered jitter
+/// is installed as netem's own, and `show` says so.
 extension NetemBackendTests {
     private func profile(_ downlink: String, source: String = "fidelity.json") throws -> Profile {
         try ProfileParser.parse(text: #"{"name": "fidelity", "downlink": {"# + downlink + "}}", source: source)
@@ -48,5 +49,17 @@ extension NetemBackendTests {
             }
             XCTAssertEqual(lab.sentMessages, 0)
         }
+    }
+
+    func testOrderedJitterIsShownAsNetemsWithANote() throws {
+        let lab = try makeLab()
+        try lab.backend.apply(try profile(#""delay": "30ms", "jitter": {"amount": "10ms", "distribution": "normal"}"#))
+        let transaction = lab.backend.sandbox.look()
+        let downlink = try XCTUnwrap(try lab.backend.installed(in: transaction).first { $0.site.direction == .downlink })
+        let stage = try XCTUnwrap(downlink.stages.first { $0.kind == "netem" })
+        XCTAssertEqual(stage.agreesWithRecord, true)
+        // The derived limit: 40 ms (delay + jitter) at 1 Gbit/s is 5 MB, in 64-byte packets with 25% headroom.
+        XCTAssertEqual(stage.text, "delay 30ms ± 10ms normal (netem) limit 97657")
+        XCTAssertTrue(stage.notes.first?.contains("ordered jitter model, which netem does not have") ?? false, "\(stage.notes)")
     }
 }
