@@ -250,7 +250,7 @@ public final class EngineService: @unchecked Sendable {
     private func rollBack(_ swapped: [(forwarding: Forwarding, direction: Direction, before: Reading)]) {
         for (forwarding, direction, before) in swapped.reversed() {
             _ = try? forwarding.runtime.perform(on: direction) { emulator in
-                emulator.replace(conditions: before.conditions, options: before.options)
+                emulator.restore(conditions: before.conditions, options: before.options)
             }
         }
     }

@@ -85,7 +85,17 @@ public final class DirectionEmulator: FrameScheduler {
     /// the next frame unless it is the same trace.
     public func replace(conditions: LinkConditions, options: DirectionOptions) {
         core.configure(conditions, options)
+        previousBaseline = baseline
         baseline = core.snapshot
+    }
+
+    /// Puts back the conditions and options a ``replace(conditions:options:)`` just replaced, for a change
+    /// that could not be completed (the engine rolls back an apply that came too late on another
+    /// direction): the counters since the last change count again from the change before, since nothing
+    /// changed for the user; only the sojourn histogram stays restarted.
+    public func restore(conditions: LinkConditions, options: DirectionOptions) {
+        core.configure(conditions, options)
+        baseline = previousBaseline
     }
 
     /// Puts new conditions in force, keeping the options (see ``replace(conditions:options:)``).
@@ -93,8 +103,9 @@ public final class DirectionEmulator: FrameScheduler {
         replace(conditions: conditions, options: core.options)
     }
 
-    /// The counters when the conditions were last replaced (zero before any replace).
+    /// The counters when the conditions were last replaced (zero before any replace), and before that.
     private var baseline = DirectionCounters()
+    private var previousBaseline = DirectionCounters()
 
     /// The conditions in force (read-back for `show` and verification).
     public var conditions: LinkConditions { core.conditions }

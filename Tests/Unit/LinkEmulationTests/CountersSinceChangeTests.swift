@@ -35,4 +35,22 @@ final class CountersSinceChangeTests: XCTestCase {
         XCTAssertEqual(totals.tailDroppedFrames, 5)
         XCTAssertEqual(since.offeredFrames, since.passedFrames + since.lostFrames + since.queueDroppedFrames + since.backlogFrames)
     }
+
+    func testARestoreAfterARolledBackChangeKeepsCountingFromTheChangeBefore() {
+        let first = LinkConditions(rate: 1_000_000, queue: .dropTail(.packets(2)))
+        let harness = Harness(first, direction: .downlink)
+        harness.emulator.replace(conditions: first)
+        for id in 0..<4 { harness.offer(FrameBuilder.frame(protocol: 17, payload: 958, id: UInt64(id)), at: t0) }
+        harness.drain()
+        let before = harness.emulator.countersSinceChange
+        XCTAssertEqual(before.offeredFrames, 4)
+
+        harness.emulator.replace(conditions: LinkConditions(delay: 5 * ms))
+        XCTAssertEqual(harness.emulator.countersSinceChange.offeredFrames, 0)
+        harness.emulator.restore(conditions: first, options: harness.emulator.options)
+        XCTAssertEqual(harness.emulator.conditions, first)
+        XCTAssertEqual(harness.emulator.countersSinceChange.offeredFrames, 4, "the rolled-back change did not start the counters over")
+        XCTAssertEqual(harness.emulator.countersSinceChange.tailDroppedFrames, before.tailDroppedFrames)
+        XCTAssertEqual(harness.emulator.counters.offeredFrames, 4)
+    }
 }
