@@ -1,7 +1,7 @@
 /// What a direction did, since it was built (``DirectionEmulator/counters``, a swap keeps counting) or
 /// since its last swap (``DirectionEmulator/countersSinceChange``). Every frame is accounted for:
 /// `offeredFrames + duplicatedFrames == passedFrames + lostFrames + queueDroppedFrames + backlogFrames`
-/// (since a swap, up to the frames held across it).
+/// (since a swap too: the frames held across it count as offered after it).
 public struct DirectionCounters: Sendable, Equatable {
     /// Frames offered by the I/O.
     public var offeredFrames: UInt64 = 0
@@ -72,11 +72,13 @@ public struct DirectionCounters: Sendable, Equatable {
     public init() {}
 
     /// What was counted since `baseline` (an earlier reading of the same direction): every count less the
-    /// baseline's; the backlog and the sojourn histogram as they are (the histogram restarts at each swap).
+    /// baseline's, except that the frames the baseline held count as offered (so that the counters still
+    /// account for every frame); the backlog and the sojourn histogram as they are (the histogram restarts
+    /// at each swap).
     public func since(_ baseline: DirectionCounters) -> DirectionCounters {
         var result = self
-        result.offeredFrames &-= baseline.offeredFrames
-        result.offeredBytes &-= baseline.offeredBytes
+        result.offeredFrames = offeredFrames &- baseline.offeredFrames &+ baseline.backlogFrames
+        result.offeredBytes = offeredBytes &- baseline.offeredBytes &+ baseline.backlogBytes
         result.passedFrames &-= baseline.passedFrames
         result.passedBytes &-= baseline.passedBytes
         result.untouchedFrames &-= baseline.untouchedFrames

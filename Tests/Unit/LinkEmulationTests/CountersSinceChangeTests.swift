@@ -53,4 +53,20 @@ final class CountersSinceChangeTests: XCTestCase {
         XCTAssertEqual(harness.emulator.countersSinceChange.tailDroppedFrames, before.tailDroppedFrames)
         XCTAssertEqual(harness.emulator.counters.offeredFrames, 4)
     }
+
+    func testFramesHeldAcrossAChangeCountAsOfferedAfterIt() {
+        let harness = Harness(LinkConditions(rate: 1_000_000, delay: 50 * ms), direction: .downlink)
+        for id in 0..<3 { harness.offer(FrameBuilder.frame(protocol: 17, payload: 958, id: UInt64(id)), at: t0) }
+        XCTAssertEqual(harness.emulator.counters.backlogFrames, 3)
+        harness.emulator.replace(conditions: LinkConditions(rate: 2_000_000, delay: 50 * ms))
+        var since = harness.emulator.countersSinceChange
+        XCTAssertEqual(since.offeredFrames, 3, "the three frames held across the change")
+        XCTAssertEqual(since.offeredBytes, 3000)
+        harness.offer(FrameBuilder.frame(protocol: 17, payload: 958, id: 3), at: t0 + ms)
+        harness.drain()
+        since = harness.emulator.countersSinceChange
+        XCTAssertEqual(since.offeredFrames, 4)
+        XCTAssertEqual(since.passedFrames, 4)
+        XCTAssertEqual(since.offeredFrames + since.duplicatedFrames, since.passedFrames + since.lostFrames + since.queueDroppedFrames + since.backlogFrames)
+    }
 }
