@@ -220,7 +220,7 @@ public struct EngineBackend: ConditioningBackend {
         return outcome
     }
 
-    private static func stage(
+    static func stage(
         handle: String, _ conditions: LinkConditions, extraDelay: UInt64, _ counters: DirectionCounters, agrees: Bool?
     ) -> InstalledSite.Stage {
         var held = conditions
