@@ -1,3 +1,4 @@
+import EngineControl
 import JSONDocument
 import Profiles
 
@@ -104,9 +105,9 @@ public struct InstalledSite: Sendable, Equatable {
         public var orderHolds: UInt64 = 0
         /// Frames that left before an earlier one (the netem jitter model).
         public var jitterReordered: UInt64 = 0
-        /// How long frames waited in the queue since the conditions were applied (median, 99th percentile,
-        /// maximum, nanoseconds); nil when none has.
-        public var sojourn: Sojourn?
+        /// How long frames waited in the queue since the conditions were applied (frames measured, median,
+        /// 99th percentile, maximum, nanoseconds); nil when none has.
+        public var sojourn: EngineLateness?
         /// The main counters since the engine started, for comparison with those since the last apply:
         /// frames offered, sent on, lost and queue-dropped; nil when the engine does not report them.
         public var totals: Totals?
@@ -126,23 +127,6 @@ public struct InstalledSite: Sendable, Equatable {
             self.sendFailures = sendFailures
             self.truncated = truncated
             self.oversized = oversized
-        }
-
-        /// How long frames waited in the queue, in nanoseconds.
-        public struct Sojourn: Sendable, Equatable {
-            /// The median wait.
-            public var median: UInt64
-            /// The 99th percentile.
-            public var p99: UInt64
-            /// The longest wait.
-            public var maximum: UInt64
-
-            /// A summary of waits.
-            public init(median: UInt64, p99: UInt64, maximum: UInt64) {
-                self.median = median
-                self.p99 = p99
-                self.maximum = maximum
-            }
         }
 
         /// The main counters since the engine started.
@@ -218,7 +202,12 @@ extension InstalledSite.Stage {
                 ])))
             counters += [("orderHolds", count(engine.orderHolds)), ("jitterReordered", count(engine.jitterReordered))]
             if let sojourn = engine.sojourn {
-                counters.append(("sojourn", .object([("median", count(sojourn.median)), ("p99", count(sojourn.p99)), ("maximum", count(sojourn.maximum))])))
+                counters.append((
+                    "sojourn",
+                    .object([
+                        ("count", count(sojourn.count)), ("median", count(sojourn.median)), ("p99", count(sojourn.p99)),
+                        ("maximum", count(sojourn.maximum)),
+                    ])))
             }
             if let totals = engine.totals {
                 counters.append((

@@ -1,3 +1,4 @@
+import EngineControl
 import JSONDocument
 import LinkEmulation
 import Profiles
@@ -29,12 +30,12 @@ final class EngineStageTests: XCTestCase {
         XCTAssertEqual(engine?.orderHolds, 5)
         XCTAssertEqual(stage.text, "rate 240kbit delay 400ms queue codel target 5ms interval 100ms limit 1000 packets")
 
-        stage.engine?.sojourn = .init(median: 4_000_000, p99: 38_000_000, maximum: 51_000_000)
+        stage.engine?.sojourn = EngineLateness(count: 9, median: 4_000_000, p99: 38_000_000, maximum: 51_000_000)
         stage.engine?.totals = .init(offered: 120, sent: 100, lost: 8, queueDropped: 12)
         let text = JSONWriter.text(of: stage.json, indent: nil)
         XCTAssertTrue(text.contains(#""queueDrops":{"tail":3,"head":0,"codel":3,"pie":0,"red":0}"#), text)
         XCTAssertTrue(text.contains(#""orderHolds":5"#), text)
-        XCTAssertTrue(text.contains(#""sojourn":{"median":4000000,"p99":38000000,"maximum":51000000}"#), text)
+        XCTAssertTrue(text.contains(#""sojourn":{"count":9,"median":4000000,"p99":38000000,"maximum":51000000}"#), text)
         XCTAssertTrue(text.contains(#""sinceUp":{"offered":120,"sent":100,"lost":8,"queueDropped":12}"#), text)
         XCTAssertTrue(text.contains(#""queue":{"discipline":"codel"}"#), text)
     }

@@ -183,7 +183,7 @@ public struct EngineBackend: ConditioningBackend {
                 main.engine?.sendFailures = held.sendFailures
                 main.engine?.truncated = held.truncated
                 main.engine?.oversized = held.oversized
-                main.engine?.sojourn = held.sojourn.map { .init(median: $0.median, p99: $0.p99, maximum: $0.maximum) }
+                main.engine?.sojourn = held.sojourn
                 main.engine?.totals = held.totals.map {
                     .init(offered: $0.offeredFrames, sent: $0.passedFrames, lost: $0.lostFrames, queueDropped: $0.queueDroppedFrames)
                 }
