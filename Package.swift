@@ -130,7 +130,7 @@ let package = Package(
         // The netem backend's netlink conversation, over the fake transport (no root needed).
         .testTarget(
             name: "NetemNetlinkTests",
-            dependencies: ["Conditioning", "Profiles", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
+            dependencies: ["Conditioning", "EngineControl", "Profiles", "JSONDocument", "LinkEmulation", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         // The engine control protocol's codec, both ends.
         .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation", "JSONDocument"]),

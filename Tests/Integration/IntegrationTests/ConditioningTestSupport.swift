@@ -272,14 +272,16 @@ struct DirectionModel {
     ///   c × the previous one) but then takes it modulo the table size or 2 × jitter (`tabledist`:
     ///   `rnd % dist->size`, `rnd % (2 * sigma)`): the low bits, which the correlation hardly touches, so the
     ///   spread is the uncorrelated one (the VM measures about 30 ms for `lossy`'s round trip, σ 28.3 ms);
-    /// - the engine reads the distribution at the quantile the correlated number gives (DelaySampler), so a
-    ///   correlation narrows it: by √((1 − c)/(1 + c)) for uniform jitter, and for a table distribution by
-    ///   what its table does to the narrowed quantiles — 0.65 σ for normal at c = 25%, computed here from
-    ///   the same process.
+    /// - the engine's `ordered` jitter (the default, SmoothJitter) keeps the profile's distribution whatever
+    ///   the correlation, which only slows the delay's wandering: the uncorrelated spread;
+    /// - the engine's `netem` jitter reads the distribution at the quantile the correlated number gives
+    ///   (DelaySampler), so a correlation narrows it: by √((1 − c)/(1 + c)) for uniform jitter, and for a
+    ///   table distribution by what its table does to the narrowed quantiles — 0.65 σ for normal at c = 25%,
+    ///   computed here from the same process.
     func delayDeviation(for kind: BackendKind) -> Double? {
         guard let deviation = delayDeviation else { return nil }
         let correlation = conditions.delayCorrelation
-        guard kind == .userspace, deviation > 0, correlation > 0 else { return deviation }
+        guard kind == .userspace, conditions.effectiveJitterModel == .netem, deviation > 0, correlation > 0 else { return deviation }
         switch conditions.distribution {
         case nil, .uniform?: return deviation * ((1 - correlation) / (1 + correlation)).squareRoot()
         case .normal?: return deviation * CorrelatedQuantiles.normalDeviation(correlation: correlation)

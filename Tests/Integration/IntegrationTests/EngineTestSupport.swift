@@ -184,9 +184,13 @@ enum CheckedTCPTransfer {
     }
 
     /// Sends `bytes` from `source` to a listener on `target`:`port` in `destination`; every socket operation
-    /// gives up after `stall` seconds.
+    /// gives up after `stall` seconds. `congestionControl` names the sender's algorithm (TCP_CONGESTION, e.g.
+    /// `cubic`, loss-based as most senders are; nil keeps the system's, bbr on this machine). `hashed: false`
+    /// sends zeros and checks the byte count alone, for a sender that must keep up with tens of Mbit/s in a
+    /// debug build (the per-byte generator and hash do not).
     static func run(
-        bytes: Int, from source: NamedNamespace, to target: IPAddress, in destination: NamedNamespace, port: UInt16 = 5001, stall: Double = 20
+        bytes: Int, from source: NamedNamespace, to target: IPAddress, in destination: NamedNamespace, port: UInt16 = 5001, stall: Double = 20,
+        congestionControl: String? = nil, hashed: Bool = true
     ) throws -> Outcome {
         let listener = try destination.run { () throws -> Int32 in
             let fd = try TestSocket.open(for: target, type: Int32(SOCK_STREAM.rawValue), timeout: stall)
@@ -220,7 +224,7 @@ enum CheckedTCPTransfer {
                     return
                 }
                 if count == 0 { break }
-                hash.add(buffer[0..<count])
+                if hashed { hash.add(buffer[0..<count]) }
                 total += count
             }
             received.result = .success((total, hash.value, nil))
@@ -228,6 +232,10 @@ enum CheckedTCPTransfer {
 
         let sender = try source.run { try TestSocket.open(for: target, type: Int32(SOCK_STREAM.rawValue), timeout: stall) }
         defer { close(sender) }
+        if let congestionControl {
+            let set = congestionControl.withCString { setsockopt(sender, Int32(IPPROTO_TCP), TCP_CONGESTION, $0, socklen_t(strlen($0))) }
+            guard set == 0 else { throw TestSocket.Failure(what: "setsockopt TCP_CONGESTION \(congestionControl)", code: errno) }
+        }
         let start = MonotonicClock.seconds()
         var error: String?
         var sentHash = Hash()
@@ -239,13 +247,13 @@ enum CheckedTCPTransfer {
             var remaining = bytes
             sending: while remaining > 0 {
                 let size = min(chunk.count, remaining)
-                for index in 0..<size {
+                for index in 0..<size where hashed {
                     state ^= state << 13
                     state ^= state >> 7
                     state ^= state << 17
                     chunk[index] = UInt8(truncatingIfNeeded: state)
                 }
-                sentHash.add(chunk[0..<size])
+                if hashed { sentHash.add(chunk[0..<size]) }
                 var offset = 0
                 while offset < size {
                     let sent = chunk[offset..<size].withUnsafeBytes { send(sender, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

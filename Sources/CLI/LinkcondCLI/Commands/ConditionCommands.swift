@@ -125,6 +125,17 @@ enum ConditionCommands {
         return 0
     }
 
+    /// `queue drops: tail 3, codel 12; sojourn median 4.1 ms, p99 38.0 ms, max 51.2 ms` (the counts since the
+    /// last apply).
+    static func queueLine(_ engine: InstalledSite.EngineCounters) -> String {
+        let reasons = [("tail", engine.tailDropped), ("head", engine.headDropped), ("codel", engine.codelDropped), ("pie", engine.pieDropped), ("red", engine.redDropped)]
+        let drops = reasons.filter { $0.1 > 0 }.map { "\($0.0) \($0.1)" }
+        let milliseconds = { (nanoseconds: UInt64) in String(format: "%.1f ms", Double(nanoseconds) / 1e6) }
+        let sojourn = engine.sojourn.map { "sojourn median \(milliseconds($0.median)), p99 \(milliseconds($0.p99)), max \(milliseconds($0.maximum))" }
+            ?? "no frame queued"
+        return "queue drops: " + (drops.isEmpty ? "none" : drops.joined(separator: ", ")) + "; " + sojourn
+    }
+
     static func show(_ parsed: ParsedCommand) throws -> Int32 {
         let topology = try SandboxCommands.topology(parsed)
         let report = try SandboxConditioning(sandbox: Sandbox(topology: topology)).report()
@@ -150,7 +161,7 @@ enum ConditionCommands {
             for stage in site.stages {
                 var line = "    \(stage.kind) \(stage.handle)" + (stage.parent == "-" ? "" : " parent \(stage.parent)")
                 if let text = stage.text { line += ": " + text }
-                line += "  [sent \(stage.sentPackets) pkts / \(stage.sentBytes) B, dropped \(stage.dropped), overlimits \(stage.overlimits), backlog \(stage.backlogPackets) pkts / \(stage.backlogBytes) B]"
+                line += "  [since the last apply: sent \(stage.sentPackets) pkts / \(stage.sentBytes) B, dropped \(stage.dropped), overlimits \(stage.overlimits), backlog \(stage.backlogPackets) pkts / \(stage.backlogBytes) B]"
                 Output.print(line)
                 if stage.agreesWithRecord == false {
                     let recorded = state.conditions[site.site.link].map { "profile '\($0.profile)'" } ?? "no profile"
@@ -162,7 +173,15 @@ enum ConditionCommands {
                         + (engine.sendFailures > 0 ? ", send failures \(engine.sendFailures)" : "")
                         + (engine.truncated > 0 ? ", truncated \(engine.truncated) (longer than the engine's receive slots)" : "")
                         + (engine.oversized > 0 ? ", oversized \(engine.oversized) (longer than the sending end's MTU)" : ""))
+                    Output.print("      " + Self.queueLine(engine))
+                    if engine.orderHolds > 0 || engine.jitterReordered > 0 {
+                        Output.print("      order holds \(engine.orderHolds) (ordered jitter), jitter-reordered \(engine.jitterReordered) (netem jitter)")
+                    }
+                    if let totals = engine.totals {
+                        Output.print("      since the engine started: offered \(totals.offered), sent \(totals.sent), lost \(totals.lost), queue-dropped \(totals.queueDropped)")
+                    }
                 }
+                for note in stage.notes { Output.print("      note: \(note)") }
             }
         }
         return 0
