@@ -12,6 +12,7 @@ import PackageDescription
 //   PacketEngine, EngineControl                                engine I/O; its messages
 //   Engine, Conditioning, EngineBenchIO                        the engine process; the backends; the bench's readers
 //   Scenarios, linkcond-bench                                  scenarios, runner, LinkLab; the benchmark
+//   ControlAPI                                                 the control API: HTTP/1.1 and JSON over the library
 //   LinkcondCLI                                                the command line; no logic a library user needs
 //   linkcond                                                   the executable
 let package = Package(
@@ -26,6 +27,7 @@ let package = Package(
         .library(name: "PathMonitor", targets: ["PathMonitor"]),
         .library(name: "Timeline", targets: ["Timeline"]),
         .library(name: "Scenarios", targets: ["Scenarios"]),
+        .library(name: "ControlAPI", targets: ["ControlAPI"]),
         .library(name: "PacketEngine", targets: ["PacketEngine"]),
         .executable(name: "linkcond", targets: ["linkcond"]),
     ],
@@ -75,13 +77,19 @@ let package = Package(
         .target(
             name: "Scenarios",
             dependencies: [
-                "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "RouteNetlink", "JSONDocument", "Responders",
+                "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "NetNamespace", "JSONDocument", "Responders",
+                "LinkcondBase", "LinkcondSystem",
+            ]),
+        .target(
+            name: "ControlAPI",
+            dependencies: [
+                "Scenarios", "Conditioning", "Sandboxing", "Profiles", "PathMonitor", "Timeline", "Responders", "NetNamespace", "JSONDocument",
                 "LinkcondBase", "LinkcondSystem",
             ]),
         .target(
             name: "LinkcondCLI",
             dependencies: [
-                "Scenarios", "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "LinkcondBase",
+                "ControlAPI", "Scenarios", "Timeline", "Profiles", "Sandboxing", "Conditioning", "PathMonitor", "Responders", "RouteNetlink", "NetNamespace", "LinkcondBase",
                 "Engine", "PacketEngine",
                 "JSONDocument", "LinkcondSystem",
             ]),
@@ -123,7 +131,7 @@ let package = Package(
         // The netem backend's netlink conversation, over the fake transport (no root needed).
         .testTarget(
             name: "NetemNetlinkTests",
-            dependencies: ["Conditioning", "Profiles", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
+            dependencies: ["Conditioning", "EngineControl", "Profiles", "JSONDocument", "LinkEmulation", "Sandboxing", "RouteNetlink", "Netlink", "NetlinkTesting", "LinkcondBase", "CMnl"]),
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         // The engine control protocol's codec, both ends.
         .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation", "JSONDocument"]),
@@ -145,9 +153,11 @@ let package = Package(
         .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
+        // The control API's HTTP reading, routes and bodies, over socket pairs (no root).
+        .testTarget(name: "ControlAPITests", dependencies: ["ControlAPI", "JSONDocument", "LinkcondSystem", "LinkcondBase", "Sandboxing", "Profiles"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LinkcondBase", "LinkcondSystem", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline", "JSONDocument"]
+            dependencies: ["LinkcondBase", "LinkcondSystem", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline", "JSONDocument", "ControlAPI"]
         ),
     ],
     swiftLanguageModes: [.v6]
@@ -162,13 +172,13 @@ let folders: [String: [String]] = [
     "Sources/Kernel": ["Netlink", "NetlinkTesting", "RouteNetlink", "NetNamespace"],
     "Sources/Model": ["Profiles", "LinkEmulation", "Timeline"],
     "Sources/Engine": ["PacketEngine", "EngineControl", "Engine"],
-    "Sources/Lab": ["Sandboxing", "Responders", "Conditioning", "PathMonitor", "Scenarios"],
+    "Sources/Lab": ["Sandboxing", "Responders", "Conditioning", "PathMonitor", "Scenarios", "ControlAPI"],
     "Sources/CLI": ["LinkcondCLI", "linkcond"],
     "Bench": ["linkcond-bench", "CNetlinkFloor", "bare-forwarder", "EngineBenchIO"],
     "Tests/Unit": [
         "NetlinkTests", "RouteNetlinkTests", "NetemNetlinkTests", "RespondersTests", "EngineControlTests", "JSONDocumentTests",
         "ProfilesTests", "LinkEmulationTests", "CLITests", "PathMonitorTests", "SandboxingTests", "TimelineTests", "ScenariosTests",
-        "PacketEngineTests", "LinkcondSystemTests",
+        "PacketEngineTests", "LinkcondSystemTests", "ControlAPITests",
     ],
     "Tests/Integration": ["IntegrationTests", "PacketEngineIntegrationTests"],
     "Tests/Support": ["AllocationCounting"],

@@ -1,3 +1,5 @@
+import Profiles
+
 /// linkcond's command tree: every command, option and help text in one place.
 public enum CommandTree {
     static let nameOption = OptionSpec.value(
@@ -14,7 +16,7 @@ public enum CommandTree {
             and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
-        subcommands: [up, down, status, exec, apply, clear, show, profiles, trace, monitor, run, doctor, serve, engine],
+        subcommands: [up, down, status, exec, apply, clear, show, profiles, scenarios, trace, monitor, run, api, doctor, serve, engine],
         examples: [
             "sudo linkcond up",
             "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
@@ -38,7 +40,7 @@ public enum CommandTree {
             """,
         options: [
             nameOption,
-            .flag("cellular", help: "also give the client a cellular interface ww0 (route metric 200, behind wl0's 100)"),
+            .flag("cellular", help: "also give the client a cellular interface ww0 (route metric 200, behind wl0's 100); added to a sandbox that is up without it"),
             .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),
             .flag("json", help: "print the resulting status as JSON"),
         ],
@@ -56,7 +58,7 @@ public enum CommandTree {
 
     static let status = CommandSpec(
         "status",
-        abstract: "Show the sandboxes, their interfaces, addresses and routes, read back from the kernel.",
+        abstract: "Show the sandboxes, each link's profile, their interfaces, addresses and routes, read back from the kernel.",
         options: [
             OptionSpec.value("name", short: "n", help: "only this sandbox", defaultDescription: "all"),
             .flag("json", help: "print JSON"),
@@ -78,24 +80,37 @@ public enum CommandTree {
 
     static let apply = CommandSpec(
         "apply",
-        abstract: "Put a network profile on the sandbox's wire (creates the sandbox when it is not up).",
+        abstract: "Put a network profile, or conditions given as options, on the sandbox's wire (creates the sandbox when it is not up).",
         discussion: """
-            PROFILE is a catalog name (see 'linkcond profiles') or a path to a profile file. The profile is
-            parsed and checked before anything changes. With netem, qdiscs are installed through netlink on
-            both ends of the client's links (uplink on the client's end, downlink on the router's); with the
-            userspace backend (kernels without netem), linkcond's engine in the wire namespace takes the
-            profile over its control socket. Either way what is held is read back and compared with what
-            was sent. Applying another profile replaces the conditions in place: there is never a moment
-            without conditions.
+            PROFILE is a catalog name (see 'linkcond profiles') or a path to a profile file. Instead of one,
+            conditions can be given as options, as with tcset or 'tc ... netem': --delay 100ms --jitter 10ms
+            --loss 1% --rate 1mbit, on both directions, or with --downlink or --uplink on one; they make a
+            profile named 'inline' that is read and checked exactly as a profile file. With --for 30s the
+            conditions hold for that long and then what was there before comes back — at once when the command
+            is interrupted, and, if it is killed, with the first change of the sandbox after the time is up. The
+            profile is parsed and checked before anything changes. With netem, qdiscs are installed through
+            netlink on both ends of the client's links (uplink on the client's end, downlink on the router's);
+            with the userspace backend (kernels without netem), linkcond's engine in the wire namespace takes
+            the profile over its control socket. Either way what is held is read back and compared with what was
+            sent. Applying another profile replaces the conditions in place: there is never a moment without
+            conditions.
             """,
         options: [
             nameOption,
             .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),
             .value("link", help: "only this client link", defaultDescription: "every link", allowedValues: ["wl0", "ww0"]),
             .flag("json", help: "print what was done as JSON"),
+        ] + InlineConditions.options.map { OptionSpec.value($0.option, help: $0.help) } + [
+            .flag("downlink", help: "the options condition the downlink (towards the device) only"),
+            .flag("uplink", help: "the options condition the uplink (from the device) only"),
+            .value("for", valueName: "duration", help: "keep the conditions this long (such as 30s), then put back what was there"),
         ],
-        positionals: [PositionalSpec("profile", help: "a catalog name such as 'edge', or a path to a profile JSON file")],
-        examples: ["sudo linkcond apply edge", "sudo linkcond apply profiles/100-loss.json --name lab2"])
+        positionals: [PositionalSpec("profile", help: "a catalog name such as 'edge', or a path to a profile JSON file", isRequired: false)],
+        mutuallyExclusive: [["downlink", "uplink"]],
+        examples: [
+            "sudo linkcond apply edge", "sudo linkcond apply profiles/100-loss.json --name lab2",
+            "sudo linkcond apply --delay 100ms --jitter 10ms --loss 1% --rate 1mbit", "sudo linkcond apply 100-loss --for 10s",
+        ])
 
     static let clear = CommandSpec(
         "clear",
@@ -109,7 +124,19 @@ public enum CommandTree {
 
     static let profiles = CommandSpec(
         "profiles",
-        abstract: "List the profile catalog.",
+        abstract: "List the profile catalog, or show one profile as JSON.",
+        options: [.flag("json", help: "print JSON")],
+        subcommands: [
+            CommandSpec(
+                "show", abstract: "Print a profile as JSON, in the profile format (what 'apply' would put on).",
+                positionals: [PositionalSpec("profile", help: "a catalog name such as 'edge', or a path to a profile file")],
+                examples: ["linkcond profiles show edge", "linkcond profiles show edge > mine.json"]),
+        ],
+        examples: ["linkcond profiles", "linkcond profiles show 3g"])
+
+    static let scenarios = CommandSpec(
+        "scenarios",
+        abstract: "List the shipped scenarios ('linkcond run NAME' runs one).",
         options: [.flag("json", help: "print JSON")])
 
     static let monitor = CommandSpec(
@@ -135,16 +162,17 @@ public enum CommandTree {
         "run",
         abstract: "Run a scenario: change conditions over time, record everything, judge the expectations.",
         discussion: """
-            SCENARIO is a path or a name from the scenarios/ folder (tunnel, flaky-wifi, captive-portal,
-            handover, slow-dns). The run uses a sandbox of its own, removed afterwards, unless --name names
-            an existing one. The path monitor, the reachability prober and, with --observe, your own
-            command (run in the client namespace; each JSON line it prints becomes an event on the "app"
-            lane, its "state" field the lane's state) are recorded to events.jsonl as things happen; then
-            timeline.json, junit.xml, timeline.html and summary.md are written to the report directory.
-            Exit code 1 when an expectation fails, 130 when interrupted.
+            SCENARIO is a path or the name of a shipped scenario ('linkcond scenarios' lists them). The run uses
+            a sandbox of its own, with the links the scenario declares, removed afterwards; with --name it runs
+            in that sandbox — brought up when it is not (and left up), refused when its links differ from the
+            scenario's "links" — and puts back what it changed. The path monitor, the reachability prober and,
+            with --observe, your own command (run in the client namespace; each JSON line it prints becomes an
+            event on the "app" lane, its "state" field the lane's state) are recorded to events.jsonl as things
+            happen; then timeline.json, junit.xml, timeline.html and summary.md are written to the report
+            directory. Exit code 1 when an expectation fails, 130 when interrupted.
             """,
         options: [
-            OptionSpec.value("name", short: "n", help: "run in this existing sandbox instead of a fresh one"),
+            OptionSpec.value("name", short: "n", help: "run in this sandbox (brought up when it is not) instead of a fresh one"),
             .value("report", valueName: "dir", help: "where to write events.jsonl and the reports", defaultDescription: "linkcond-reports/SCENARIO"),
             .value("observe", valueName: "command", help: "a command to run as the device; its JSON lines become the app lane"),
             .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),
@@ -153,6 +181,31 @@ public enum CommandTree {
         examples: [
             "sudo linkcond run scenarios/tunnel.json --report out/",
             "sudo linkcond run captive-portal --observe 'python3 myapp_monitor.py'",
+        ])
+
+    static let api = CommandSpec(
+        "api",
+        abstract: "Serve the control API: sandboxes, conditions, events and runs over HTTP/1.1 and JSON, for tests in any language.",
+        discussion: """
+            Serves on a Unix socket beside the state files (/run/linkcond/linkcond-api.sock, or $LINKCOND_STORE;
+            mode 0600, so root alone connects) and, with --listen, on a loopback TCP port, where every request
+            carries the bearer token it prints and keeps in linkcond-api.token (0600). The endpoints are in
+            api/openapi.yaml: GET/POST /v1/sandboxes, DELETE /v1/sandboxes/NAME, POST .../apply (a profile's
+            name, a profile document, or {"downlink": {...}, "uplink": {...}}, with "link" and "for"),
+            POST .../clear, GET .../show and .../status (the --json documents), GET .../events (JSON lines until
+            the client leaves), POST .../run (a scenario; the answer names its report folder). Errors are the
+            CLI's sentences with a fitting HTTP status. No client can hold up another: a thread per
+            connection, a request must arrive whole within 5 s, at most 128 connections. Runs until Ctrl-C or
+            SIGTERM, then puts back the conditions it put on for a while.
+            """,
+        options: [
+            .value("socket", valueName: "path", help: "the Unix socket to serve on", defaultDescription: "STORE/linkcond-api.sock"),
+            .value("listen", valueName: "address:port", help: "also serve on this loopback TCP address, such as 127.0.0.1:8477 (bearer token)"),
+        ],
+        examples: [
+            "sudo linkcond api",
+            "sudo curl -s --unix-socket /run/linkcond/linkcond-api.sock http://linkcond/v1/sandboxes",
+            "sudo linkcond api --listen 127.0.0.1:8477",
         ])
 
     static let doctor = CommandSpec(

@@ -34,7 +34,10 @@ public enum LinkcondCLI {
         }
         do {
             if parsed.subcommandPath[0] == "profiles" {
-                return try ConditionCommands.profiles(parsed)
+                return try parsed.subcommandPath.count > 1 ? ConditionCommands.showProfile(parsed) : ConditionCommands.profiles(parsed)
+            }
+            if parsed.subcommandPath[0] == "scenarios" {
+                return try ScenariosCommand.run(parsed)
             }
             if parsed.subcommandPath[0] == "trace" {
                 return try TraceCommand.run(parsed)
@@ -52,6 +55,7 @@ public enum LinkcondCLI {
             case "show": return try ConditionCommands.show(parsed)
             case "monitor": return try MonitorCommand.run(parsed)
             case "run": return try RunCommand.run(parsed)
+            case "api": return try APICommand.run(parsed)
             case "doctor": return try DoctorCommand.run(parsed)
             case "serve": return try ServeCommand.run(parsed)
             case "engine": return try EngineCommand.run(parsed)

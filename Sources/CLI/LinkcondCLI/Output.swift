@@ -13,9 +13,14 @@ enum Output {
     nonisolated(unsafe) private(set) static var standardOutputFailure: SystemError?
 
     static func print(_ text: String) {
+        write(text + "\n")
+    }
+
+    /// Writes `text` to stdout as it is (no newline added).
+    static func write(_ text: String) {
         guard standardOutputFailure == nil else { return }
         do {
-            try FileDescriptor.standardOutput.writeAll((text + "\n").utf8)
+            try FileDescriptor.standardOutput.writeAll(text.utf8)
         } catch {
             standardOutputFailure = error
         }

@@ -149,12 +149,14 @@ public final class EngineService: @unchecked Sendable {
         var conditions: LinkConditions
         var options: DirectionOptions
         var counters: DirectionCounters
+        var totals: DirectionCounters
         var statistics: DirectionStatistics
 
         init(_ emulator: DirectionEmulator, _ statistics: DirectionStatistics) {
             conditions = emulator.conditions
             options = emulator.options
-            counters = emulator.counters
+            counters = emulator.countersSinceChange
+            totals = emulator.counters
             self.statistics = statistics
         }
 
@@ -162,9 +164,12 @@ public final class EngineService: @unchecked Sendable {
             let lateness = statistics.lateness.count == 0 ? nil : EngineLateness(
                 count: statistics.lateness.count, median: statistics.lateness.quantile(0.5) ?? 0,
                 p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
+            let sojourn = counters.sojourn
             return EngineDirectionState(
                 counters: counters, sendFailures: statistics.sendFailures, receiveOverruns: statistics.receiveOverruns, truncated: statistics.truncated,
-                oversized: statistics.oversized, lateness: lateness)
+                oversized: statistics.oversized, lateness: lateness, totals: totals,
+                sojourn: sojourn.count == 0 ? nil : EngineLateness(
+                    count: sojourn.count, median: sojourn.median ?? 0, p99: sojourn.p99 ?? 0, maximum: sojourn.maximum))
         }
     }
 
@@ -245,7 +250,7 @@ public final class EngineService: @unchecked Sendable {
     private func rollBack(_ swapped: [(forwarding: Forwarding, direction: Direction, before: Reading)]) {
         for (forwarding, direction, before) in swapped.reversed() {
             _ = try? forwarding.runtime.perform(on: direction) { emulator in
-                emulator.replace(conditions: before.conditions, options: before.options)
+                emulator.restore(conditions: before.conditions, options: before.options)
             }
         }
     }

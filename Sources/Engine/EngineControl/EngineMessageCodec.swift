@@ -56,20 +56,26 @@ public enum EngineMessageCodec {
 
     static func json(_ state: EngineDirectionState) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = [
-            ("counters", .object(counterFields.map { ($0.key, number(state.counters[keyPath: $0.field])) })),
+            ("counters", json(state.counters)),
             ("sendFailures", number(state.sendFailures)), ("receiveOverruns", number(state.receiveOverruns)),
             ("truncated", number(state.truncated)), ("oversized", number(state.oversized)),
         ]
-        if let lateness = state.lateness {
+        if let totals = state.totals { members.append(("totals", json(totals))) }
+        for (key, summary) in [("lateness", state.lateness), ("sojourn", state.sojourn)] {
+            guard let summary else { continue }
             members.append((
-                "lateness",
+                key,
                 .object([
-                    ("count", number(lateness.count)), ("median", number(lateness.median)), ("p99", number(lateness.p99)),
-                    ("maximum", number(lateness.maximum)),
+                    ("count", number(summary.count)), ("median", number(summary.median)), ("p99", number(summary.p99)),
+                    ("maximum", number(summary.maximum)),
                 ])
             ))
         }
         return .object(members)
+    }
+
+    static func json(_ counters: DirectionCounters) -> JSONValue {
+        .object((counterFields + laterCounterFields).map { ($0.key, number(counters[keyPath: $0.field])) })
     }
 
     /// A whole number written exactly (a `Double` would round counters above 2^53).
@@ -87,6 +93,13 @@ public enum EngineMessageCodec {
         ("corruptedFrames", \.corruptedFrames), ("reorderedFrames", \.reorderedFrames), ("ecnMarkedFrames", \.ecnMarkedFrames),
         ("dnsFrames", \.dnsFrames), ("backlogFrames", \.backlogFrames), ("backlogBytes", \.backlogBytes),
         ("transmitQueueFrames", \.transmitQueueFrames), ("transmitQueueBytes", \.transmitQueueBytes),
+    ]
+
+    /// Counters an engine of an older linkcond does not report: read as 0 when absent.
+    nonisolated(unsafe) static let laterCounterFields: [(key: String, field: WritableKeyPath<DirectionCounters, UInt64>)] = [
+        ("orderHolds", \.orderHolds), ("jitterReorderedFrames", \.jitterReorderedFrames), ("tailDroppedFrames", \.tailDroppedFrames),
+        ("headDroppedFrames", \.headDroppedFrames), ("codelDroppedFrames", \.codelDroppedFrames), ("pieDroppedFrames", \.pieDroppedFrames),
+        ("redDroppedFrames", \.redDroppedFrames), ("redForcedDroppedFrames", \.redForcedDroppedFrames),
     ]
 
     // MARK: Reading
@@ -171,28 +184,36 @@ public enum EngineMessageCodec {
 
     static func direction(_ element: JSONElement) throws(DocumentError) -> EngineDirectionState {
         let fields = try element.fields(
-            ["counters", "sendFailures", "receiveOverruns", "truncated", "oversized", "lateness"], expected: "a direction's state")
-        let counterObject = try fields.require("counters", expected: "the model's counters")
-        let counterValues = try counterObject.fields(counterFields.map(\.key), expected: "the model's counters")
-        var counters = DirectionCounters()
-        for (key, field) in counterFields {
-            counters[keyPath: field] = try counterValues.require(key, expected: "\"\(key)\": a count").integer(UInt64.self, expected: "a count")
-        }
+            ["counters", "totals", "sendFailures", "receiveOverruns", "truncated", "oversized", "lateness", "sojourn"], expected: "a direction's state")
         var state = EngineDirectionState(
-            counters: counters,
+            counters: try counters(fields.require("counters", expected: "the model's counters")),
             sendFailures: try fields.require("sendFailures", expected: "a count").integer(UInt64.self, expected: "a count"),
             receiveOverruns: try fields.require("receiveOverruns", expected: "a count").integer(UInt64.self, expected: "a count"),
             // Absent from an engine started by an older linkcond, which did not report them.
             truncated: try fields["truncated"]?.integer(UInt64.self, expected: "a count") ?? 0,
             oversized: try fields["oversized"]?.integer(UInt64.self, expected: "a count") ?? 0)
-        if let lateness = fields["lateness"] {
-            let values = try lateness.fields(["count", "median", "p99", "maximum"], expected: "departure lateness")
+        state.totals = try fields["totals"].map(counters)
+        for (key, field) in [("lateness", \EngineDirectionState.lateness), ("sojourn", \EngineDirectionState.sojourn)] {
+            guard let summary = fields[key] else { continue }
+            let values = try summary.fields(["count", "median", "p99", "maximum"], expected: key == "sojourn" ? "queue sojourn" : "departure lateness")
             func value(_ key: String) throws(DocumentError) -> UInt64 {
                 try values.require(key, expected: "\"\(key)\" in nanoseconds").integer(UInt64.self, expected: "nanoseconds")
             }
-            state.lateness = EngineLateness(
+            state[keyPath: field] = EngineLateness(
                 count: try value("count"), median: try value("median"), p99: try value("p99"), maximum: try value("maximum"))
         }
         return state
+    }
+
+    static func counters(_ element: JSONElement) throws(DocumentError) -> DirectionCounters {
+        let values = try element.fields((counterFields + laterCounterFields).map(\.key), expected: "the model's counters")
+        var counters = DirectionCounters()
+        for (key, field) in counterFields {
+            counters[keyPath: field] = try values.require(key, expected: "\"\(key)\": a count").integer(UInt64.self, expected: "a count")
+        }
+        for (key, field) in laterCounterFields {
+            counters[keyPath: field] = try values[key]?.integer(UInt64.self, expected: "a count") ?? 0
+        }
+        return counters
     }
 }

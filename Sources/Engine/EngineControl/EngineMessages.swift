@@ -51,7 +51,8 @@ public struct EngineRequest: Sendable, Equatable {
     }
 }
 
-/// How late held frames left, in nanoseconds after their due time.
+/// A summary of durations in nanoseconds: how late held frames left after their due time (``EngineDirectionState/lateness``),
+/// or how long frames waited in the queue (``EngineDirectionState/sojourn``).
 public struct EngineLateness: Sendable, Equatable {
     /// Frames measured.
     public var count: UInt64
@@ -72,8 +73,14 @@ public struct EngineLateness: Sendable, Equatable {
 /// One direction of one link, as the engine's I/O and model count it. What the direction's conditions are
 /// is the link's ``EngineLinkState/profile``.
 public struct EngineDirectionState: Sendable, Equatable {
-    /// The model's counters.
+    /// The model's counters since the direction's conditions last changed (an apply or a clear starts them
+    /// over, as a new qdisc does).
     public var counters: DirectionCounters
+    /// The model's counters since the engine started; nil from an engine that does not report them.
+    public var totals: DirectionCounters?
+    /// How long frames waited in the queue since the last change (median, 99th percentile, maximum); nil
+    /// when no frame has.
+    public var sojourn: EngineLateness?
     /// Frames the kernel refused to send (the far end down), counted by the I/O.
     public var sendFailures: UInt64
     /// Frames the kernel dropped before the engine read them (its receive ring was full), counted by the
@@ -90,9 +97,11 @@ public struct EngineDirectionState: Sendable, Equatable {
     /// A direction's state.
     public init(
         counters: DirectionCounters, sendFailures: UInt64 = 0, receiveOverruns: UInt64 = 0, truncated: UInt64 = 0, oversized: UInt64 = 0,
-        lateness: EngineLateness? = nil
+        lateness: EngineLateness? = nil, totals: DirectionCounters? = nil, sojourn: EngineLateness? = nil
     ) {
         self.counters = counters
+        self.totals = totals
+        self.sojourn = sojourn
         self.sendFailures = sendFailures
         self.receiveOverruns = receiveOverruns
         self.truncated = truncated

@@ -48,11 +48,13 @@ extension SandboxTransaction {
         return generation
     }
 
-    /// Records the pending change as what its links hold now, and clears the journal.
+    /// Records the pending change as what its links hold now, and clears the journal. A timed change of
+    /// those links ends: the newer change wins.
     func confirmChange() throws(SandboxError) {
         try update { (state: inout SandboxState) throws(SandboxError) in
             guard let pending = state.pending else { return }
             for link in pending.links { state.conditions[link] = pending.conditions }
+            state.endTimedChange(of: pending.links)
             state.pending = nil
         }
     }
@@ -64,6 +66,17 @@ extension SandboxTransaction {
 }
 
 extension SandboxState {
+    /// Takes `links` out of the timed changes (another change of them wins over those); a timed change ends
+    /// when none of its links is left.
+    mutating func endTimedChange(of links: [String]) {
+        timedChanges = timedChanges.compactMap { change in
+            var change = change
+            change.links.removeAll(where: links.contains)
+            for link in links { change.restore[link] = nil }
+            return change.links.isEmpty ? nil : change
+        }
+    }
+
     /// The record of `profile` applied now.
     static func applied(_ profile: Profile) -> AppliedConditions {
         AppliedConditions(

@@ -1,3 +1,4 @@
+import EngineControl
 import JSONDocument
 import Profiles
 
@@ -37,6 +38,9 @@ public struct InstalledSite: Sendable, Equatable {
         public var backlogPackets: UInt64
         /// The engine's own counters, which netem does not keep apart; nil for qdiscs.
         public var engine: EngineCounters?
+        /// What the reader should know about this stage (the backend cannot hold part of the profile as
+        /// written, for example).
+        public var notes: [String] = []
 
         /// A stage with its counters.
         public init(
@@ -63,7 +67,8 @@ public struct InstalledSite: Sendable, Equatable {
         public var text: String? { conditions.map { ConditionsText.describe($0, limit: limit) } }
     }
 
-    /// Counters the userspace engine keeps per direction beyond netem's.
+    /// Counters the userspace engine keeps per direction beyond netem's, since the conditions were last
+    /// applied (``totals``: since the engine started).
     public struct EngineCounters: Sendable, Equatable {
         /// Frames the loss model dropped.
         public var lost: UInt64
@@ -86,6 +91,26 @@ public struct InstalledSite: Sendable, Equatable {
         public var truncated: UInt64
         /// Frames longer than the sending end's MTU lets through, dropped.
         public var oversized: UInt64
+        /// Of ``queueDropped``, arriving frames a full queue dropped (its limit; the held-bytes bound included).
+        public var tailDropped: UInt64 = 0
+        /// Of ``queueDropped``, the oldest frames a DropHead queue dropped to make room.
+        public var headDropped: UInt64 = 0
+        /// Of ``queueDropped``, frames CoDel dropped.
+        public var codelDropped: UInt64 = 0
+        /// Of ``queueDropped``, frames PIE dropped early.
+        public var pieDropped: UInt64 = 0
+        /// Of ``queueDropped``, frames RED dropped.
+        public var redDropped: UInt64 = 0
+        /// Frames that waited for an earlier one so as not to overtake it (ordered jitter).
+        public var orderHolds: UInt64 = 0
+        /// Frames that left before an earlier one (the netem jitter model).
+        public var jitterReordered: UInt64 = 0
+        /// How long frames waited in the queue since the conditions were applied (frames measured, median,
+        /// 99th percentile, maximum, nanoseconds); nil when none has.
+        public var sojourn: EngineLateness?
+        /// The main counters since the engine started, for comparison with those since the last apply:
+        /// frames offered, sent on, lost and queue-dropped; nil when the engine does not report them.
+        public var totals: Totals?
 
         /// The engine's extra counters.
         public init(
@@ -102,6 +127,26 @@ public struct InstalledSite: Sendable, Equatable {
             self.sendFailures = sendFailures
             self.truncated = truncated
             self.oversized = oversized
+        }
+
+        /// The main counters since the engine started.
+        public struct Totals: Sendable, Equatable {
+            /// Frames offered.
+            public var offered: UInt64
+            /// Frames sent on.
+            public var sent: UInt64
+            /// Frames the loss model dropped.
+            public var lost: UInt64
+            /// Frames the queue dropped.
+            public var queueDropped: UInt64
+
+            /// The totals.
+            public init(offered: UInt64, sent: UInt64, lost: UInt64, queueDropped: UInt64) {
+                self.offered = offered
+                self.sent = sent
+                self.lost = lost
+                self.queueDropped = queueDropped
+            }
         }
     }
 
@@ -149,58 +194,32 @@ extension InstalledSite.Stage {
             // The I/O's drops for length, only when there were any.
             if engine.truncated > 0 { counters.append(("truncated", count(engine.truncated))) }
             if engine.oversized > 0 { counters.append(("oversized", count(engine.oversized))) }
+            counters.append((
+                "queueDrops",
+                .object([
+                    ("tail", count(engine.tailDropped)), ("head", count(engine.headDropped)), ("codel", count(engine.codelDropped)),
+                    ("pie", count(engine.pieDropped)), ("red", count(engine.redDropped)),
+                ])))
+            counters += [("orderHolds", count(engine.orderHolds)), ("jitterReordered", count(engine.jitterReordered))]
+            if let sojourn = engine.sojourn {
+                counters.append((
+                    "sojourn",
+                    .object([
+                        ("count", count(sojourn.count)), ("median", count(sojourn.median)), ("p99", count(sojourn.p99)),
+                        ("maximum", count(sojourn.maximum)),
+                    ])))
+            }
+            if let totals = engine.totals {
+                counters.append((
+                    "sinceUp",
+                    .object([
+                        ("offered", count(totals.offered)), ("sent", count(totals.sent)), ("lost", count(totals.lost)),
+                        ("queueDropped", count(totals.queueDropped)),
+                    ])))
+            }
             members.append(("engine", .object(counters)))
         }
+        if !notes.isEmpty { members.append(("notes", .array(notes.map(JSONValue.string)))) }
         return .object(members)
-    }
-}
-
-/// Link conditions as `linkcond show` writes them for either backend: tc's order and words, with the
-/// profile's own forms — `delay 30ms ± 10ms uniform`, `loss 3% 25%` as a profile writes a correlated loss,
-/// `rate 240kbit`, `limit 120`.
-public enum ConditionsText {
-    /// `conditions` in one line; `limit` is the queue limit in force when the conditions leave it derived.
-    public static func describe(_ conditions: LinkConditions, limit: UInt32? = nil) -> String {
-        let percent = Quantity.formatPercentage
-        func chance(_ probability: Double, _ correlation: Double) -> String {
-            percent(probability) + (correlation > 0 ? " " + percent(correlation) : "")
-        }
-        var words: [String] = []
-        if let trace = conditions.trace {
-            let summary = trace.summary
-            words.append(
-                "trace \(trace.file ?? trace.path ?? "(in memory)") (\(Quantity.formatRate(UInt64(summary.meanRate.rounded()))) mean over "
-                    + "\(Quantity.formatTime(summary.duration)), \(summary.opportunities) opportunities)")
-        }
-        if let rate = conditions.rate { words.append("rate \(Quantity.formatRate(rate))") }
-        var delay = "delay \(Quantity.formatTime(conditions.delay))"
-        if conditions.jitter > 0 {
-            delay += " ± \(Quantity.formatTime(conditions.jitter)) \((conditions.distribution ?? .uniform).rawValue)"
-            if conditions.delayCorrelation > 0 { delay += " \(percent(conditions.delayCorrelation))" }
-        }
-        words.append(delay)
-        switch conditions.loss {
-        case nil: break
-        case let .random(probability, correlation)?: words.append("loss \(chance(probability, correlation))")
-        case let .gilbertElliott(p, r, oneMinusH, oneMinusK)?:
-            words.append("loss gilbert-elliott p \(percent(p)) r \(percent(r)) 1-h \(percent(oneMinusH)) 1-k \(percent(oneMinusK))")
-        case let .fourState(p13, p31, p32, p23, p14)?:
-            words.append("loss 4-state p13 \(percent(p13)) p31 \(percent(p31)) p32 \(percent(p32)) p23 \(percent(p23)) p14 \(percent(p14))")
-        }
-        if conditions.ecn { words.append("ecn") }
-        if let duplicate = conditions.duplicate { words.append("duplicate \(chance(duplicate.probability, duplicate.correlation))") }
-        if let corrupt = conditions.corrupt { words.append("corrupt \(chance(corrupt.probability, corrupt.correlation))") }
-        if let reorder = conditions.reorder, reorder.probability > 0 {
-            words.append("reorder \(chance(reorder.probability, reorder.correlation))" + (reorder.gap > 1 ? " gap \(reorder.gap)" : ""))
-        }
-        if let slot = conditions.slot {
-            var text = "slot \(Quantity.formatTime(slot.minDelay))"
-            if slot.maxDelay != slot.minDelay { text += "–\(Quantity.formatTime(slot.maxDelay))" }
-            if let packets = slot.packets { text += " packets \(packets)" }
-            if let bytes = slot.bytes { text += " bytes \(bytes)" }
-            words.append(text)
-        }
-        if let queueLimit = conditions.queueLimit ?? limit { words.append("limit \(queueLimit)") }
-        return words.joined(separator: " ")
     }
 }

@@ -79,12 +79,14 @@ public struct SandboxConditioning: Sendable {
     /// A sandbox that is up with the other backend than an explicit choice is refused, not rebuilt: it may
     /// be in use (`linkcond down` it first).
     public func prepare(
-        _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, isCancelled: @Sendable () -> Bool = { false },
-        progress: (String) -> Void = { _ in }
+        _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, addingCellular: Bool = false,
+        isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
     ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
         let transaction = try sandbox.transaction(for: "up", progress: progress)
         defer { transaction.end() }
-        return try prepare(choice, cellular: cellular, server: server, in: transaction, isCancelled: isCancelled, progress: progress)
+        return try prepare(
+            choice, cellular: cellular, server: server, in: transaction, addingCellular: addingCellular, isCancelled: isCancelled,
+            progress: progress)
     }
 
     /// ``prepare(_:cellular:server:isCancelled:progress:)`` within `transaction`, which holds the lock, looking
@@ -92,21 +94,28 @@ public struct SandboxConditioning: Sendable {
     ///
     /// A sandbox whose namespaces and links are whole but one of whose processes died gets that process
     /// started again, alone (``Sandbox/UpOutcome/repaired``): the namespaces, and the user's processes in
-    /// them, stay. A stopped process is refused with what to do. Anything else broken is rebuilt.
+    /// them, stay. A stopped process is refused with what to do. Anything else broken is rebuilt. A healthy
+    /// sandbox without the cellular link asked for gets it added when `addingCellular` (`up --cellular`,
+    /// ``Sandbox/UpOutcome/extended``) and is refused otherwise.
     public func prepare(
         _ choice: BackendChoice, cellular: Bool = false, server: Sandbox.ServerLaunch, in transaction: SandboxTransaction,
-        verify: Verification = .full, isCancelled: @Sendable () -> Bool = { false }, progress: (String) -> Void = { _ in }
+        verify: Verification = .full, addingCellular: Bool = false, isCancelled: @Sendable () -> Bool = { false },
+        progress: (String) -> Void = { _ in }
     ) throws(SandboxError) -> (backend: any ConditioningBackend, outcome: Sandbox.UpOutcome?) {
         if case let .state(state) = transaction.record, state.complete {
             let structural = verify == .full ? sandbox.structuralProblems(state) : sandbox.missingNamespaces(state)
             let processes = sandbox.processProblems(state)
             let kind = Self.kind(of: state)
             if structural.isEmpty && processes.isEmpty {
-                if cellular && !state.cellular {
-                    throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' has no cellular link (ww0); bring it up with 'linkcond up --cellular\(SandboxError.nameOption(sandbox.topology.name))' after 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))'")
-                }
                 if choice != .auto && choice.rawValue != kind.rawValue {
                     throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' is up with the \(kind.rawValue) backend, not \(choice.rawValue); remove it with 'linkcond down\(SandboxError.nameOption(sandbox.topology.name))' first")
+                }
+                if cellular && !state.cellular {
+                    guard addingCellular else {
+                        throw .unsupported(detail: "sandbox '\(sandbox.topology.name)' has no cellular link (ww0); add it with 'linkcond up --cellular\(SandboxError.nameOption(sandbox.topology.name))'")
+                    }
+                    try addCellular(state, in: transaction, progress: progress)
+                    return (try backend(kind), .extended)
                 }
                 return (try backend(kind), nil)
             }
@@ -125,7 +134,7 @@ public struct SandboxConditioning: Sendable {
         var engine: Sandbox.ProcessLaunch?
         if kind == .userspace {
             guard let launch = engineLaunch else {
-                throw .unsupported(detail: "the userspace backend needs the linkcond executable to run its engine: set LINKCOND_EXECUTABLE to its path")
+                throw .unsupported(detail: "the userspace backend runs its engine as a linkcond process, and \(EngineExecutable.search().explanation)")
             }
             engine = launch
         }
@@ -137,6 +146,24 @@ public struct SandboxConditioning: Sendable {
 }
 
 extension SandboxConditioning {
+    /// Adds the cellular link to a sandbox that is up with wifi alone (``Sandbox/addCellularLink(in:progress:)``);
+    /// a userspace engine is started again to forward it, and gets each link's recorded conditions back.
+    func addCellular(_ state: SandboxState, in transaction: SandboxTransaction, progress: (String) -> Void) throws(SandboxError) {
+        var launch: Sandbox.ProcessLaunch?
+        if state.wire {
+            guard let engineLaunch else {
+                throw .unsupported(detail: "adding a link restarts the engine of sandbox '\(sandbox.topology.name)', and the linkcond executable that runs it is not found: \(EngineExecutable.search().explanation)")
+            }
+            launch = engineLaunch
+        }
+        try sandbox.addCellularLink(in: transaction, progress: progress)
+        guard let launch, let engine = state.engine else { return }
+        progress("starting the engine of sandbox '\(sandbox.topology.name)' again, to forward the new link")
+        _ = engine.terminate()
+        try sandbox.restart(.engine, launch, in: transaction, progress: progress)
+        try EngineBackend(sandbox: sandbox).restore(try transaction.upState().conditions, in: transaction)
+    }
+
     /// Starts again the processes of a whole sandbox that died (the engine, the server), and puts back on
     /// a restarted engine the conditions the state records for each link.
     func repair(
@@ -147,7 +174,7 @@ extension SandboxConditioning {
             switch process.role {
             case .engine:
                 guard let engineLaunch else {
-                    throw .unsupported(detail: "the engine of sandbox '\(sandbox.topology.name)' died and the linkcond executable that runs it is not found: set LINKCOND_EXECUTABLE")
+                    throw .unsupported(detail: "the engine of sandbox '\(sandbox.topology.name)' died, and to start it again \(EngineExecutable.search().explanation)")
                 }
                 launch = engineLaunch
             case .server:
@@ -166,18 +193,58 @@ extension SandboxConditioning {
 
 /// Where the `linkcond` executable is, for processes a library user's sandbox needs (the engine).
 public enum EngineExecutable {
+    /// What a search found, and where it looked.
+    public struct Search: Sendable, Equatable {
+        /// The executable, nil when none was found.
+        public var found: String?
+        /// Every place looked at, in order, with what was there: `LINKCOND_EXECUTABLE (not set)`,
+        /// `/x/.build/debug/linkcond (beside this program: missing)`.
+        public var tried: [String]
+
+        /// A search's result.
+        public init(found: String?, tried: [String]) {
+            self.found = found
+            self.tried = tried
+        }
+
+        /// Why none was found and what to do, one sentence (empty when one was found).
+        public var explanation: String {
+            guard found == nil else { return "" }
+            return "no linkcond executable found (looked at \(tried.joined(separator: ", "))): add "
+                + "`.product(name: \"linkcond\", package: \"linkcond\")` to your test target's dependencies so SwiftPM builds it "
+                + "beside your tests, install linkcond on PATH, or set LINKCOND_EXECUTABLE to its path"
+        }
+    }
+
     /// `LINKCOND_EXECUTABLE`, this process when it is `linkcond`, a `linkcond` next to this process's
-    /// executable (a test bundle in the build directory), or the first `linkcond` in `PATH`.
+    /// executable (a test binary in the build folder, which a test target depending on the `linkcond`
+    /// product gets), or the first `linkcond` in `PATH`.
     public static func locate() -> String? {
-        var candidates: [String] = []
-        if let explicit = getenv("LINKCOND_EXECUTABLE") { candidates.append(String(cString: explicit)) }
+        search().found
+    }
+
+    /// ``locate()``, saying where it looked.
+    public static func search() -> Search {
+        var tried: [String] = []
+        func take(_ path: String, _ what: String) -> String? {
+            let usable = access(path, X_OK) == 0
+            tried.append("\(path) (\(what)\(usable ? "" : ": missing"))")
+            return usable ? path : nil
+        }
+        if let explicit = getenv("LINKCOND_EXECUTABLE") {
+            if let found = take(String(cString: explicit), "LINKCOND_EXECUTABLE") { return Search(found: found, tried: tried) }
+        } else {
+            tried.append("LINKCOND_EXECUTABLE (not set)")
+        }
         if let own = ProcessInspector.executable(getpid()) {
-            if own.hasSuffix("/linkcond") { candidates.append(own) }
+            if own.hasSuffix("/linkcond") { return Search(found: own, tried: tried + [own]) }
             let directory = own.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-            candidates.append("\(directory)/linkcond")
+            if let found = take("\(directory)/linkcond", "beside this program") { return Search(found: found, tried: tried) }
         }
         let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
-        candidates += path.split(separator: ":").map { "\($0)/linkcond" }
-        return candidates.first { access($0, X_OK) == 0 }
+        for folder in path.split(separator: ":") where !folder.isEmpty {
+            if let found = take("\(folder)/linkcond", "on PATH") { return Search(found: found, tried: tried) }
+        }
+        return Search(found: nil, tried: tried)
     }
 }

@@ -1,7 +1,8 @@
-// Parsing of an HTTP/1.x request head (RFC 9112): request line and header fields. No socket code.
+// Parsing of an HTTP/1.x request head (RFC 9112): request line and header fields. No socket code. The sandbox
+// server's HTTP responder and the control API (`linkcond api`) both read requests with it.
 
 /// Why a request head was rejected.
-enum HTTPParseError: Error, Equatable, Sendable {
+public enum HTTPParseError: Error, Equatable, Sendable {
     /// The request line is not `METHOD SP target SP HTTP/d.d`.
     case malformedRequestLine
     /// A header line has no colon, an invalid name, or is an obsolete folded line.
@@ -13,21 +14,21 @@ enum HTTPParseError: Error, Equatable, Sendable {
 }
 
 /// The request line and header fields of an HTTP/1.x request.
-struct HTTPRequestHead: Equatable, Sendable {
-    var method: String
+public struct HTTPRequestHead: Equatable, Sendable {
+    public var method: String
     /// The request target exactly as sent (`/generate_204?x=1`, `http://host/path`, `*`).
-    var target: String
+    public var target: String
     /// The path of the target without query or fragment (origin and absolute form), or nil for other forms.
-    var path: String?
-    var versionMajor: Int
-    var versionMinor: Int
+    public var path: String?
+    public var versionMajor: Int
+    public var versionMinor: Int
     /// Header fields in order; names as sent.
-    var headers: [(name: String, value: String)]
+    public var headers: [(name: String, value: String)]
 
     /// Largest request head read, blank line included: 8 KiB.
-    static let maximumSize = 8192
+    public static let maximumSize = 8192
 
-    static func == (lhs: HTTPRequestHead, rhs: HTTPRequestHead) -> Bool {
+    public static func == (lhs: HTTPRequestHead, rhs: HTTPRequestHead) -> Bool {
         lhs.method == rhs.method && lhs.target == rhs.target && lhs.path == rhs.path
             && lhs.versionMajor == rhs.versionMajor && lhs.versionMinor == rhs.versionMinor
             && lhs.headers.map(\.name) == rhs.headers.map(\.name)
@@ -35,14 +36,14 @@ struct HTTPRequestHead: Equatable, Sendable {
     }
 
     /// The value of the first header field named `name` (case-insensitive).
-    func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         let wanted = name.lowercased()
         return headers.first { $0.name.lowercased() == wanted }?.value
     }
 
     /// The index just past the blank line that ends the head (`\r\n\r\n` or `\n\n`), or nil when the head is
     /// not complete yet.
-    static func endOfHead(in buffer: [UInt8], searchingFrom start: Int = 0) -> Int? {
+    public static func endOfHead(in buffer: [UInt8], searchingFrom start: Int = 0) -> Int? {
         var index = max(0, start)
         while index < buffer.count {
             if buffer[index] == 0x0A {
@@ -55,7 +56,7 @@ struct HTTPRequestHead: Equatable, Sendable {
     }
 
     /// Parses a head (with or without its final blank line). Empty lines before the request line are ignored.
-    static func parse(_ bytes: some Collection<UInt8>) throws(HTTPParseError) -> HTTPRequestHead {
+    public static func parse(_ bytes: some Collection<UInt8>) throws(HTTPParseError) -> HTTPRequestHead {
         guard bytes.count <= maximumSize else { throw .headTooLarge }
         var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map { line -> [UInt8] in
             line.last == 0x0D ? Array(line.dropLast()) : Array(line)

@@ -89,6 +89,9 @@ public struct Sandbox: Sendable {
         /// The sandbox was whole but a process of it had died: only that process was started again (and the
         /// conditions it held were put back); nothing else changed.
         case repaired
+        /// The sandbox was up without the cellular link asked for: the link was added (and a userspace engine
+        /// started again to forward it, with the conditions put back); nothing else changed.
+        case extended
     }
 
     func fail<T>(_ body: () throws -> T) throws(SandboxError) -> T {

@@ -16,7 +16,7 @@ struct SandboxBuilder {
     /// leaves room for emulated machines, where a debug build once took over 10 s to answer.
     static let readyTimeout: Double = 30
 
-    private typealias T = SandboxPlan
+    typealias T = SandboxPlan
     private var topology: SandboxTopology { sandbox.topology }
     private var store: SandboxStore { sandbox.store }
 
@@ -25,7 +25,7 @@ struct SandboxBuilder {
     }
 
     /// One client link: the client's and router's ends, the wire's two ends, its subnet and metric.
-    private struct ClientLinkPlan {
+    struct ClientLinkPlan {
         var client: String
         var router: String
         var wireClient: String
@@ -34,7 +34,7 @@ struct SandboxBuilder {
         var metric: UInt32
     }
 
-    private func clientLinks(_ configuration: Sandbox.Configuration) -> [ClientLinkPlan] {
+    func clientLinks(_ configuration: Sandbox.Configuration) -> [ClientLinkPlan] {
         var links = [ClientLinkPlan(
             client: T.wifiInterface, router: T.routerWifiInterface, wireClient: T.wireClientWifiInterface,
             wireRouter: T.wireRouterWifiInterface, subnet: T.wifiSubnet, metric: T.wifiMetric)]
@@ -77,24 +77,11 @@ struct SandboxBuilder {
         try check()
         progress("linking client, router and server")
         try withDescriptors(namespaces) { descriptors throws(SandboxError) in
+            let wireLinks = try namespaces[.wire].map { namespace throws(SandboxError) in try sandbox.netlink(namespace) }
+            for link in links { try makeVeths(link, wire: wireLinks, router: routerLinks, descriptors: descriptors) }
             try sandbox.fail {
-                func veth(_ creator: RouteNetlinkClient, _ name: String, in target: NamespaceDescriptor, peer: String) throws {
-                    try creator.createVeth(
-                        name: name, index: T.interfaceIndexes[name]!, in: target, peerName: peer, peerIndex: T.interfaceIndexes[peer]!)
-                }
-                if let wire = namespaces[.wire] {
-                    let wireLinks = try sandbox.netlink(wire)
-                    for link in links {
-                        try veth(wireLinks, link.client, in: descriptors[.client]!, peer: link.wireClient)
-                        try veth(wireLinks, link.router, in: descriptors[.router]!, peer: link.wireRouter)
-                        try wireLinks.setLink(link.wireClient, up: true)
-                        try wireLinks.setLink(link.wireRouter, up: true)
-                    }
-                    try wireLinks.setLink("lo", up: true)
-                } else {
-                    for link in links { try veth(routerLinks, link.client, in: descriptors[.client]!, peer: link.router) }
-                }
-                try veth(routerLinks, T.serverInterface, in: descriptors[.server]!, peer: T.routerServerInterface)
+                if let wireLinks { try wireLinks.setLink("lo", up: true) }
+                try Self.veth(routerLinks, T.serverInterface, in: descriptors[.server]!, peer: T.routerServerInterface)
             }
         }
 
@@ -109,14 +96,9 @@ struct SandboxBuilder {
             for scope in ["all", "default"] {
                 try router.setSysctl("net.ipv6.conf.\(scope).keep_addr_on_down", "1")
             }
-            for link in links {
-                try clientLinks.addAddress(link.subnet.peerIPv4, to: link.client)
-                try clientLinks.addAddress(link.subnet.peerIPv6, to: link.client, noDAD: true)
-                try routerLinks.addAddress(link.subnet.routerIPv4, to: link.router)
-                try routerLinks.addAddress(link.subnet.routerIPv6, to: link.router, noDAD: true)
-                try clientLinks.setLink(link.client, up: true)
-                try routerLinks.setLink(link.router, up: true)
-            }
+        }
+        for link in links { try address(link, client: clientLinks, router: routerLinks) }
+        try sandbox.fail {
             let serverSubnet = T.serverSubnet
             try routerLinks.addAddress(serverSubnet.routerIPv4, to: T.routerServerInterface)
             try routerLinks.addAddress(serverSubnet.routerIPv6, to: T.routerServerInterface, noDAD: true)
@@ -136,10 +118,7 @@ struct SandboxBuilder {
             try router.setSysctl("net.ipv4.ip_forward", "1")
             try router.setSysctl("net.ipv6.conf.all.forwarding", "1")
 
-            for link in links {
-                try clientLinks.addRoute(destination: nil, gateway: link.subnet.routerIPv4.address, interface: link.client, metric: link.metric)
-                try clientLinks.addRoute(destination: nil, gateway: link.subnet.routerIPv6.address, interface: link.client, metric: link.metric)
-            }
+            for link in links { try route(link, client: clientLinks) }
             try serverLinks.addRoute(destination: nil, gateway: serverSubnet.routerIPv4.address, interface: T.serverInterface)
             try serverLinks.addRoute(destination: nil, gateway: serverSubnet.routerIPv6.address, interface: T.serverInterface)
 
@@ -151,6 +130,48 @@ struct SandboxBuilder {
         }
         guard case let .process(executable, arguments) = configuration.server else { return }
         try startServer(Sandbox.ProcessLaunch(executable: executable, arguments: arguments), in: server, state: &state)
+    }
+
+    static func veth(_ creator: RouteNetlinkClient, _ name: String, in target: NamespaceDescriptor, peer: String) throws {
+        try creator.createVeth(name: name, index: T.interfaceIndexes[name]!, in: target, peerName: peer, peerIndex: T.interfaceIndexes[peer]!)
+    }
+
+    /// Makes a client link's veth pairs: with a wire, the client's end paired with the wire's client side and
+    /// the router's end with the wire's router side (both wire ends up); without, the client's end paired with
+    /// the router's. Equivalent to `ip -n WIRE link add cl-wl0 type veth peer wl0 netns CLIENT` and friends.
+    func makeVeths(
+        _ link: ClientLinkPlan, wire: RouteNetlinkClient?, router: RouteNetlinkClient, descriptors: [SandboxTopology.Role: NamespaceDescriptor]
+    ) throws(SandboxError) {
+        try sandbox.fail {
+            guard let wire else {
+                try Self.veth(router, link.client, in: descriptors[.client]!, peer: link.router)
+                return
+            }
+            try Self.veth(wire, link.client, in: descriptors[.client]!, peer: link.wireClient)
+            try Self.veth(wire, link.router, in: descriptors[.router]!, peer: link.wireRouter)
+            try wire.setLink(link.wireClient, up: true)
+            try wire.setLink(link.wireRouter, up: true)
+        }
+    }
+
+    /// Addresses both ends of a client link (IPv4 and IPv6, no DAD) and brings them up.
+    func address(_ link: ClientLinkPlan, client: RouteNetlinkClient, router: RouteNetlinkClient) throws(SandboxError) {
+        try sandbox.fail {
+            try client.addAddress(link.subnet.peerIPv4, to: link.client)
+            try client.addAddress(link.subnet.peerIPv6, to: link.client, noDAD: true)
+            try router.addAddress(link.subnet.routerIPv4, to: link.router)
+            try router.addAddress(link.subnet.routerIPv6, to: link.router, noDAD: true)
+            try client.setLink(link.client, up: true)
+            try router.setLink(link.router, up: true)
+        }
+    }
+
+    /// The client's default routes (IPv4, IPv6) through a link, at its metric.
+    func route(_ link: ClientLinkPlan, client: RouteNetlinkClient) throws(SandboxError) {
+        try sandbox.fail {
+            try client.addRoute(destination: nil, gateway: link.subnet.routerIPv4.address, interface: link.client, metric: link.metric)
+            try client.addRoute(destination: nil, gateway: link.subnet.routerIPv6.address, interface: link.client, metric: link.metric)
+        }
     }
 
     /// Starts the engine in the wire namespace and waits until it listens on its control socket.
@@ -233,7 +254,7 @@ struct SandboxBuilder {
         return lines.isEmpty ? "(no output)" : lines
     }
 
-    private func withDescriptors<R>(
+    func withDescriptors<R>(
         _ namespaces: [SandboxTopology.Role: NamedNamespace], _ body: ([SandboxTopology.Role: NamespaceDescriptor]) throws(SandboxError) -> R
     ) throws(SandboxError) -> R {
         var descriptors: [SandboxTopology.Role: NamespaceDescriptor] = [:]

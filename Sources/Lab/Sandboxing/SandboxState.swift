@@ -94,6 +94,9 @@ public struct SandboxState: Sendable, Equatable {
     public var generation: UInt64 = 0
     /// A change sent and not confirmed yet (see ``PendingChange``); nil normally.
     public var pending: PendingChange?
+    /// Conditions on for a while, and what comes back after (see ``TimedChange``), one per timed apply whose
+    /// links no later change took over; empty normally.
+    public var timedChanges: [TimedChange] = []
 
     /// A fresh record for sandbox `name`.
     public init(name: String, cellular: Bool, wire: Bool = false, backend: String? = nil) {

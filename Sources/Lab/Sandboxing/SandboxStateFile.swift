@@ -35,6 +35,7 @@ extension SandboxState {
             if let applied = pending.conditions { change.append(("conditions", applied.jsonValue)) }
             members.append(("pending", .object(change.sorted { $0.key < $1.key })))
         }
+        if !timedChanges.isEmpty { members.append(("timed", .array(timedChanges.map(\.jsonValue)))) }
         return .object(members.sorted { $0.key < $1.key })
     }
 
@@ -82,6 +83,12 @@ extension SandboxState {
                     value == .null ? nil : try AppliedConditions(file: FileObject(value, path: "pending.conditions."))
                 },
                 startedAt: try change.string("startedAt"))
+        }
+        if let timed = object.member("timed"), timed != .null {
+            guard case let .array(changes) = timed else { throw object.bad("timed") }
+            state.timedChanges = try changes.enumerated().map { (index, change) throws(FileProblem) in
+                try TimedChange(file: FileObject(change, path: "timed.\(index)."))
+            }
         }
         return state
     }

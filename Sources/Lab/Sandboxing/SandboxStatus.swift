@@ -39,6 +39,22 @@ public struct SandboxStatus: Codable, Sendable, Equatable {
         public var log: String
     }
 
+    /// What one client link holds, as the state records it.
+    public struct LinkProfile: Codable, Sendable, Equatable {
+        /// `wifi` or `cellular`.
+        public var link: String
+        /// The profile's name; nil when the link has no conditions.
+        public var profile: String?
+        /// When it was applied (ISO 8601).
+        public var appliedAt: String?
+        /// The profile file it was read from.
+        public var source: String?
+        /// For conditions put on for a while: when they end (ISO 8601).
+        public var until: String?
+        /// What comes back then: a profile's name, nil for none.
+        public var then: String?
+    }
+
     public var name: String
     /// True when everything `up` made is there and running (``problems`` is empty).
     public var healthy: Bool
@@ -60,15 +76,41 @@ public struct SandboxStatus: Codable, Sendable, Equatable {
     public var serverPID: Int32?
     /// Whether the server runs.
     public var serverRunning: Bool
+    /// What each client link holds (wifi first), as recorded by the last change of it.
+    public var conditions: [LinkProfile]
 }
 
-/// A sandbox `status` found, or why it could not read one.
-public enum SandboxListing: Sendable, Equatable {
+/// A sandbox `status` found, or why it could not read one. Encoded as `status --json` (and the API) print it:
+/// the status, or `{"name", "healthy": false, "damaged", "leftovers", "busy"}`.
+public enum SandboxListing: Sendable, Equatable, Encodable {
     /// A sandbox with a readable state file.
     case status(SandboxStatus)
     /// A sandbox whose state file cannot be trusted, or that exists only as leftovers by name (a crash
     /// before its state was written): what was found, and what to do.
     case damaged(name: String, detail: String, leftovers: [String], busy: String?)
+
+    public func encode(to encoder: Encoder) throws {
+        switch self {
+        case let .status(status): try status.encode(to: encoder)
+        case let .damaged(name, detail, leftovers, busy):
+            struct Damaged: Encodable { let name: String; let healthy = false; let damaged: String; let leftovers: [String]; let busy: String? }
+            try Damaged(name: name, damaged: detail, leftovers: leftovers, busy: busy).encode(to: encoder)
+        }
+    }
+
+    /// The sandbox's name.
+    public var name: String {
+        switch self {
+        case let .status(status): status.name
+        case let .damaged(name, _, _, _): name
+        }
+    }
+
+    /// True for a sandbox that is up, whole and healthy.
+    public var isHealthy: Bool {
+        if case let .status(status) = self { return status.healthy }
+        return false
+    }
 }
 
 extension Sandbox {
@@ -106,7 +148,14 @@ extension Sandbox {
             processes: state.processes.map {
                 SandboxStatus.Process(role: $0.role.rawValue, pid: $0.pid, running: $0.isRunning, log: store.log(for: topology.name, role: $0.role))
             },
-            problems: problems(state), busy: nil, serverPID: state.server?.pid, serverRunning: state.server?.isRunning ?? false)
+            problems: problems(state), busy: nil, serverPID: state.server?.pid, serverRunning: state.server?.isRunning ?? false,
+            conditions: (state.cellular ? ["wifi", "cellular"] : ["wifi"]).map { link in
+                let record = state.conditions[link]
+                let timed = state.timedChanges.first { $0.links.contains(link) }
+                return SandboxStatus.LinkProfile(
+                    link: link, profile: record?.profile, appliedAt: record?.appliedAt, source: record?.source, until: timed?.endsAt,
+                    then: timed?.restore[link]?.profile)
+            })
     }
 
     private func namespaceStatus(_ role: SandboxTopology.Role) -> SandboxStatus.Namespace {

@@ -60,10 +60,11 @@ public enum ExpectationEvaluator {
     static func evaluate(_ expectation: Expectation, history: LaneHistory, steps: [StepRecord]) -> ExpectationResult {
         var result = ExpectationResult(
             name: expectation.name, rule: expectation.ruleDescription, lane: expectation.lane, passed: false,
-            evidence: "")
+            evidence: "", step: expectation.rule.step, holds: !expectation.isReaches)
         let stepName = expectation.rule.step
         if case .reaches(_, let within, _) = expectation.rule { result.limit = seconds(within) }
         guard let step = steps.first(where: { $0.name == stepName }) else {
+            // Nothing settled it: no mark in the reports.
             result.evidence = "step '\(stepName)' did not run"
             return result
         }
@@ -87,12 +88,15 @@ public enum ExpectationEvaluator {
         if let current = history.state(of: lane, at: step.start), current.state == target {
             result.passed = true
             result.measured = 0
+            result.at = seconds(step.start)
             result.evidence =
                 "already \(target) when '\(step.name)' started at \(ScenarioTime.seconds(step.start)) "
                 + "(since \(ScenarioTime.seconds(current.since))); \(limit)"
             return
         }
         guard let reached = history.changes(of: lane).first(where: { $0.t >= step.start && $0.state == target }) else {
+            // Judged when the window ran out (or when the run ended, if sooner).
+            result.at = seconds(min(step.start &+ within, runEnd))
             var evidence =
                 "never \(target) after '\(step.name)' started at \(ScenarioTime.seconds(step.start)) (the run ended at "
                 + "\(ScenarioTime.seconds(runEnd))"
@@ -107,6 +111,7 @@ public enum ExpectationEvaluator {
         let measured = reached.t - step.start
         result.measured = seconds(measured)
         result.passed = measured <= within
+        result.at = seconds(result.passed ? reached.t : step.start &+ within)
         result.evidence =
             "\(target) \(result.passed ? "at" : "only at") \(ScenarioTime.seconds(reached.t)), "
             + "\(ScenarioTime.seconds(measured)) after '\(step.name)' started; \(limit)"
@@ -120,6 +125,7 @@ public enum ExpectationEvaluator {
         let to = step.end
         let graceText = grace > 0 ? " after the \(ScenarioTime.short(grace)) grace" : ""
         guard from < to else {
+            result.at = seconds(to)
             result.evidence =
                 "'\(step.name)' lasted \(ScenarioTime.seconds(to &- min(step.start, to))), no longer than its "
                 + "\(ScenarioTime.short(grace)) grace: nothing was checked"
@@ -141,11 +147,13 @@ public enum ExpectationEvaluator {
         if current != target { outside += to - cursor }
 
         if outside == 0 {
+            result.at = seconds(to)
             result.passed = true
             result.evidence = "\(target) throughout '\(step.name)'\(graceText) (\(window))"
             return
         }
         var evidence: String
+        result.at = seconds(inside.first { initial?.state == target && $0.state != target }?.t ?? from)
         if let initial, initial.state != target {
             evidence =
                 "\(initial.state) when the check began at \(ScenarioTime.seconds(from)) (since "

@@ -1,4 +1,3 @@
-import Profiles
 import Conditioning
 import Dispatch
 import Foundation
@@ -7,82 +6,58 @@ import LinkcondBase
 import NetNamespace
 import PathMonitor
 import Responders
-import RouteNetlink
 import Sandboxing
 import Timeline
 
 /// A conditioned sandbox with everything watching it, for scenarios and for users' own tests:
 /// the sandbox and its server, the path monitor and the reachability prober running in the client
-/// namespace, an optional observed app, and a timeline that records all of it.
+/// namespace, an optional observed app, and a timeline that records all of it — written at close as the
+/// same reports `linkcond run` writes (`timeline.html`, `junit.xml`, `timeline.json`, `summary.md`).
 ///
 /// ```swift
 /// try await LinkLab.with(.init(profile: "3g")) { lab in
+///     try await lab.waitForReachability(.online, within: 10, everyFamily: true)
 ///     try lab.apply("100-loss")
-///     let update = try await lab.waitForReachability(.offline, within: 15)
-///     print(update.state, try lab.events().count)
-/// }   // the sandbox is always removed, even when the body throws
+///     try await lab.waitForReachability(.offline, within: 15)
+///     print(lab.prober.currentState, try lab.events().count)
+/// }   // the sandbox is always removed, even when the body throws; the reports are kept when it threw
 /// ```
 public final class LinkLab: @unchecked Sendable {
-    /// How a lab is set up.
-    public struct Options: Sendable {
-        /// An existing sandbox to use (left up afterwards); nil makes a fresh one that is removed at close.
-        public var sandboxName: String?
-        /// Profile to apply at the start, if any.
-        public var profile: String?
-        /// Give the client a cellular link too.
-        public var cellular: Bool
-        /// Where `events.jsonl` and the reports go; nil makes a temporary directory.
-        public var reportDirectory: String?
-        /// The prober's settings.
-        public var probe: ReachabilitySettings
-        /// Where sandbox state files live.
-        public var store: SandboxStore
-        /// Where the profile catalog is (nil: the usual lookup).
-        public var catalogDirectory: String?
-        /// Which backend conditions a sandbox the lab makes (`auto`: netem when the kernel has it, else the
-        /// userspace engine). An existing sandbox keeps the backend it was built with.
-        public var backend: BackendChoice
-
-        /// Options for a lab; by default a fresh sandbox with wifi only, no profile, the default prober.
-        public init(
-            sandboxName: String? = nil, profile: String? = nil, cellular: Bool = false, reportDirectory: String? = nil,
-            probe: ReachabilitySettings = ReachabilitySettings(), store: SandboxStore = .standard, catalogDirectory: String? = nil,
-            backend: BackendChoice = .auto
-        ) {
-            self.backend = backend
-            self.sandboxName = sandboxName
-            self.profile = profile
-            self.cellular = cellular
-            self.reportDirectory = reportDirectory
-            self.probe = probe
-            self.store = store
-            self.catalogDirectory = catalogDirectory
-        }
-    }
-
+    /// The sandbox the lab works on.
     public let sandbox: Sandbox
+    /// The timeline: every event, appended to `events.jsonl` as it happens.
     public let recorder: TimelineRecorder
+    /// Where `events.jsonl` and the reports go (``Options/reportDirectory``, or a temporary folder).
     public let reportDirectory: String
+    /// The path monitor in the client namespace.
     public let monitor: PathMonitor
+    /// The reachability prober in the client namespace.
     public let prober: ReachabilityProber
+    /// How the lab was set up.
     public let options: Options
     /// The backend that holds the sandbox's conditions.
     public let conditions: any ConditioningBackend
-    private let ownsSandbox: Bool
+    let ownsSandbox: Bool
     private let server: ResponderServer?
     /// The lab's hold on the sandbox, from ``open(_:isCancelled:)`` to ``close()``: its lock, and its state.
-    private let transaction: SandboxTransaction
-    private let lock = NSLock()
-    private var observed: ObservedProcess?
+    let transaction: SandboxTransaction
+    let lock = NSLock()
+    var observed: ObservedProcess?
+    var observedCommand: String?
     private var closed = false
     /// How to put back what the lab changed on a sandbox it did not make, by what was changed (each kind of
     /// change once, however often it was made).
-    private var undo: [(key: String, action: () throws -> Void)] = []
-    private let initialConditions: [String: SandboxState.AppliedConditions]
-    private let queue = DispatchQueue(label: "linkcond.lab")
+    var undo: [(key: String, action: () throws -> Void)] = []
+    let initialConditions: [String: SandboxState.AppliedConditions]
+    let queue = DispatchQueue(label: "linkcond.lab")
+    /// True when ``reportDirectory`` is the lab's own temporary folder (removed at close unless it failed).
+    let temporaryReports: Bool
+    /// What made the lab fail (its body threw, ``recordFailure(_:)``): kept in the reports, which then stay.
+    var failures: [RunError] = []
+    let startedAt = ISO8601DateFormatter().string(from: Date())
 
     private init(
-        sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, monitor: PathMonitor,
+        sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, temporaryReports: Bool, monitor: PathMonitor,
         prober: ReachabilityProber, options: Options, ownsSandbox: Bool, server: ResponderServer?, conditions: any ConditioningBackend,
         transaction: SandboxTransaction, initialConditions: [String: SandboxState.AppliedConditions]
     ) {
@@ -92,6 +67,7 @@ public final class LinkLab: @unchecked Sendable {
         self.sandbox = sandbox
         self.recorder = recorder
         self.reportDirectory = reportDirectory
+        self.temporaryReports = temporaryReports
         self.monitor = monitor
         self.prober = prober
         self.options = options
@@ -106,27 +82,45 @@ public final class LinkLab: @unchecked Sendable {
     /// On a sandbox it did not make, ``close()`` puts back what the lab changed (links, addresses, routes,
     /// the portal, the conditions), however the lab ends.
     public static func open(_ options: Options, isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> LinkLab {
-        let name = options.sandboxName ?? "lab\(getpid() % 100_000)x\(Int.random(in: 0..<1000))"
+        if let existing = options.sandboxName, let new = options.newSandboxName {
+            throw LabError.conflictingSandboxes(existing: existing, new: new)
+        }
+        let name = options.sandboxName ?? options.newSandboxName ?? "lab\(getpid() % 100_000)x\(Int.random(in: 0..<1000))"
         let sandbox = Sandbox(topology: try SandboxTopology(name: name), store: options.store)
         let ownsSandbox = options.sandboxName == nil
         let transaction = try sandbox.transaction(for: "run")
         var server: ResponderServer?
         var succeeded = false
+        var made = false
         defer { if !succeeded { transaction.end() } }
         do {
             let conditioning = SandboxConditioning(sandbox: sandbox)
             let conditions: any ConditioningBackend
             var initialConditions: [String: SandboxState.AppliedConditions] = [:]
+            let cellular = options.cellular || options.links?.contains(.cellular) == true
             if ownsSandbox {
+                // A name given for a new sandbox must not be one that exists: the lab removes what it makes.
+                if options.newSandboxName != nil, transaction.record != .missing || !sandbox.leftovers().isEmpty {
+                    throw LabError.sandboxExists(sandbox: name)
+                }
+                made = true
                 conditions = try conditioning.prepare(
-                    options.backend, cellular: options.cellular, server: .none, in: transaction, isCancelled: isCancelled).backend
+                    options.backend, cellular: cellular, server: .none, in: transaction, isCancelled: isCancelled).backend
                 server = try startServer(for: sandbox)
                 try sandbox.waitForServer(timeout: 10, isCancelled: isCancelled)
             } else {
-                guard let state = transaction.state, sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
-                if options.cellular && !state.cellular {
-                    throw LabError.needsCellular(sandbox: name)
+                if let launch = options.bringUp {
+                    _ = try conditioning.prepare(
+                        options.backend, cellular: cellular, server: launch, in: transaction, verify: .quick, isCancelled: isCancelled)
                 }
+                guard let state = transaction.state, sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
+                if let links = options.links, Set(state.clientLinks) != links {
+                    let order: [Sandbox.ClientLink] = [.wifi, .cellular]
+                    throw LabError.wrongShape(
+                        sandbox: name, has: state.clientLinks.map(\.rawValue), needs: order.filter(links.contains).map(\.rawValue),
+                        scenario: options.name == "lab" ? nil : options.name)
+                }
+                if cellular && !state.cellular { throw LabError.needsCellular(sandbox: name) }
                 conditions = try conditioning.backend(in: transaction)
                 // A change an earlier command left unconfirmed is settled first, so what is put back at the
                 // end is what the links really held.
@@ -134,31 +128,38 @@ public final class LinkLab: @unchecked Sendable {
                 initialConditions = try transaction.upState().conditions
             }
             let directory = try options.reportDirectory ?? makeTemporaryDirectory()
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw LabError.reportDirectory(path: directory, detail: error.localizedDescription)
+            }
             let recorder = try TimelineRecorder(path: "\(directory)/events.jsonl")
             let client = try sandbox.clientNamespace()
             let lab = LinkLab(
-                sandbox: sandbox, recorder: recorder, reportDirectory: directory, monitor: PathMonitor(namespace: client),
-                prober: ReachabilityProber(namespace: client, settings: options.probe), options: options,
-                ownsSandbox: ownsSandbox, server: server, conditions: conditions, transaction: transaction,
+                sandbox: sandbox, recorder: recorder, reportDirectory: directory, temporaryReports: options.reportDirectory == nil,
+                monitor: PathMonitor(namespace: client), prober: ReachabilityProber(namespace: client, settings: options.probe),
+                options: options, ownsSandbox: ownsSandbox, server: server, conditions: conditions, transaction: transaction,
                 initialConditions: initialConditions)
             succeeded = true
             do {
                 try lab.start()
                 if let profile = options.profile { try lab.apply(profile) }
             } catch {
+                lab.recordFailure(error)
                 lab.close()
                 throw error
             }
             return lab
         } catch {
             server?.stop()
-            if ownsSandbox { _ = sandbox.remove(in: transaction) }
+            if made { _ = sandbox.remove(in: transaction) }
             throw error
         }
     }
 
     /// Runs `body` with a lab and always closes it (removing a sandbox it made), even when `body` throws.
+    /// When it throws, the error goes into the reports (a red box in `timeline.html`, an error in
+    /// `junit.xml`), a temporary report folder is kept, and stderr says where; the error comes out unchanged.
     public static func with<T>(_ options: Options = Options(), _ body: (LinkLab) async throws -> T) async throws -> T {
         let lab = try open(options)
         do {
@@ -166,6 +167,7 @@ public final class LinkLab: @unchecked Sendable {
             lab.close()
             return result
         } catch {
+            lab.recordFailure(error)
             lab.close()
             throw error
         }
@@ -184,204 +186,28 @@ public final class LinkLab: @unchecked Sendable {
     }
 
     private static func makeTemporaryDirectory() throws -> String {
-        var template = Array("/tmp/linkcond-run.XXXXXX".utf8CString)
+        var template = Array("/tmp/linkcond-lab.XXXXXX".utf8CString)
         guard let pointer = mkdtemp(&template) else {
             throw SandboxError.state(path: "/tmp", detail: "cannot create a temporary report directory")
         }
         return String(cString: pointer)
     }
 
-    private func start() throws {
-        try recorder.record(.scenario, TimelineKind.runStarted, "run started in sandbox '\(sandbox.topology.name)'")
-        let recorder = self.recorder
-        try monitor.start(queue: queue) { update in
-            let path = update.path
-            var details: [String: TimelineValue] = [
-                "interfaces": .string(path.availableInterfaces.map(\.name).joined(separator: ",")),
-                "expensive": .bool(path.isExpensive), "constrained": .bool(path.isConstrained),
-                "ipv4": .bool(path.supportsIPv4), "ipv6": .bool(path.supportsIPv6), "dns": .bool(path.supportsDNS),
-                "baseline": .bool(update.isBaseline),
-                "latencyMs": .number(Double(update.time &- update.eventTime) / 1e6),
-            ]
-            if let reason = path.unsatisfiedReason { details["reason"] = .string(reason.rawValue) }
-            _ = try? recorder.record(TimelineEvent(
-                t: recorder.runTime(ofMonotonic: update.eventTime), lane: .path, kind: TimelineKind.pathUpdate,
-                summary: (update.isBaseline ? "baseline: " : "") + path.summary, state: path.status.rawValue, details: details))
-        }
-        prober.start(queue: queue) { update in
-            for result in update.results {
-                _ = try? recorder.record(TimelineEvent(
-                    t: recorder.runTime(ofMonotonic: result.time), lane: .reachability, kind: TimelineKind.sample,
-                    summary: "\(result.kind) probe \(result.success ? "succeeded" : "failed")"
-                        + (result.rtt.map { String(format: " in %.1f ms", $0 * 1000) } ?? "") + (result.error.map { ": \($0)" } ?? ""),
-                    details: [
-                        "probe": .string(result.kind.rawValue), "success": .bool(result.success),
-                        "rttMs": result.rtt.map { .number($0 * 1000) } ?? .null,
-                    ]))
-            }
-            var details: [String: TimelineValue] = [
-                "previous": .string(update.previousState.rawValue), "quality": .string(update.quality.rawValue),
-                "rttMs": update.medianRTT.map { .number($0 * 1000) } ?? .null,
-                "loss": .number(update.lossFraction),
-            ]
-            details["generation"] = .number(Double(update.generation))
-            details["family"] = .string(update.family.rawValue)
-            if let ipv4 = update.ipv4 { details[TimelineDetail.ipv4] = .string(ipv4.state.rawValue) }
-            if let ipv6 = update.ipv6 { details[TimelineDetail.ipv6] = .string(ipv6.state.rawValue) }
-            details[TimelineDetail.singleFamily] = .bool(update.isSingleFamily)
-            _ = try? recorder.record(TimelineEvent(
-                t: recorder.runTime(ofMonotonic: update.time), lane: .reachability, kind: TimelineKind.reachabilityUpdate,
-                summary: "\(update.state) (quality \(update.quality))", state: update.state.rawValue, details: details))
-        }
-    }
-
-    // MARK: Conditions
-
-    private func recordConditions(
-        _ state: String, action: String, profile: Profile? = nil, links: Set<Sandbox.ClientLink>? = nil, _ body: () throws -> Int
-    ) throws {
-        let started = MonotonicClock.nanoseconds()
-        let requests = try body()
-        let milliseconds = Double(MonotonicClock.nanoseconds() - started) / 1e6
-        var details: [String: TimelineValue] = ["action": .string(action), "netlinkMs": .number(milliseconds), "requests": .number(Double(requests))]
-        if let profile { details.merge(Self.details(of: profile), uniquingKeysWith: { _, new in new }) }
-        if let links { details[TimelineDetail.links] = .string(links.map(\.rawValue).sorted().joined(separator: ",")) }
-        details[TimelineDetail.backend] = .string(conditions.kind.rawValue)
-        try recorder.record(TimelineEvent(
-            t: recorder.runTime(ofMonotonic: started), lane: .conditions, kind: TimelineKind.conditionsChanged,
-            summary: "\(action) (\(String(format: "%.1f", milliseconds)) ms)", state: state, details: details))
-    }
-
-    /// Applies a profile (catalog name or path) to some of the client's links (nil: every link) and records
-    /// it on the conditions lane.
-    public func apply(_ reference: String, links: Set<Sandbox.ClientLink>? = nil) throws {
-        try apply(try ProfileCatalog.find(reference, directory: options.catalogDirectory), links: links)
-    }
-
-    /// Applies a profile and records it on the conditions lane, with the transaction's duration.
-    public func apply(_ profile: Profile) throws {
-        try apply(profile, links: nil)
-    }
-
-    /// Applies a profile to some of the client's links (nil: every link) and records it on the conditions
-    /// lane, with the transaction's duration, the links, the targets and the backend.
-    public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?) throws {
-        remember("conditions") { [transaction, initialConditions, conditions, options] in
-            try Self.restore(initialConditions, on: conditions, in: transaction, catalogDirectory: options.catalogDirectory)
-        }
-        let scope = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
-        try recordConditions(profile.name, action: "apply \(profile.name)\(scope)", profile: profile, links: links) {
-            try conditions.apply(profile, links: links, in: transaction).requests
-        }
-    }
-
-    /// Removes the conditions from some of the client's links (nil: every link).
-    public func clear(links: Set<Sandbox.ClientLink>? = nil) throws {
-        remember("conditions") { [transaction, initialConditions, conditions, options] in
-            try Self.restore(initialConditions, on: conditions, in: transaction, catalogDirectory: options.catalogDirectory)
-        }
-        let scope = links.map { " on " + $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? ""
-        try recordConditions("clear", action: "clear\(scope)", links: links) { try conditions.clear(links: links, in: transaction).count }
-    }
-
-    /// Puts back the conditions each link had when the lab opened (as the state recorded them): a link's
-    /// recorded profile, or nothing.
-    private static func restore(
-        _ initial: [String: SandboxState.AppliedConditions], on backend: any ConditioningBackend, in transaction: SandboxTransaction,
-        catalogDirectory: String?
-    ) throws {
-        try backend.restore(initial, in: transaction, catalogDirectory: catalogDirectory)
-    }
-
-    /// Notes how to undo a kind of change, once (the first time it is made), for ``close()``.
-    private func remember(_ key: String, _ action: @escaping () throws -> Void) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !ownsSandbox, !undo.contains(where: { $0.key == key }) else { return }
-        undo.append((key, action))
-    }
-
-    /// Takes a client link down or up (see `Sandbox.setLink`).
-    public func setLink(_ link: Sandbox.ClientLink, side: Sandbox.LinkSide, up: Bool) throws {
-        let word = up ? "up" : "down"
-        remember("link \(link.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(link, side: side, up: true) }
-        try recordConditions("\(link.rawValue) \(word)", action: "\(link.rawValue) link \(word) (\(side.rawValue) side)") {
-            try sandbox.setLink(link, side: side, up: up)
-            return 1
-        }
-    }
-
-    /// Removes or restores the client link's addresses of `family` (nil: both).
-    public func setAddresses(_ link: Sandbox.ClientLink, present: Bool, family: AddressFamily? = nil) throws {
-        remember("addresses \(link.rawValue)") { [sandbox] in try sandbox.restoreAddresses(link) }
-        let which = family.map { "\($0) " } ?? ""
-        try recordConditions(
-            present ? "addresses restored" : "no \(which)address", action: "\(present ? "restore" : "remove") \(link.rawValue) \(which)addresses"
-        ) {
-            if present { try sandbox.restoreAddresses(link, family: family) } else { try sandbox.removeAddresses(link, family: family) }
-            return family == nil ? 2 : 1
-        }
-    }
-
-    /// Removes or restores the client link's default routes of `family` (nil: both).
-    public func setDefaultRoutes(_ link: Sandbox.ClientLink, present: Bool, family: AddressFamily? = nil) throws {
-        remember("routes \(link.rawValue)") { [sandbox] in try sandbox.restoreDefaultRoutes(link) }
-        let which = family.map { "\($0) " } ?? ""
-        try recordConditions(
-            present ? "routes restored" : "no \(which)default route",
-            action: "\(present ? "restore" : "remove") \(link.rawValue) \(which)default routes"
-        ) {
-            if present { try sandbox.restoreDefaultRoutes(link, family: family) } else { try sandbox.removeDefaultRoutes(link, family: family) }
-            return family == nil ? 2 : 1
-        }
-    }
-
-    /// Switches the server's captive portal on or off.
-    public func setPortal(on: Bool) throws {
-        remember("portal") { [sandbox] in try sandbox.setPortal(on: false) }
-        try recordConditions(on ? "portal" : "no portal", action: "captive portal \(on ? "on" : "off")") {
-            try sandbox.setPortal(on: on)
-            return 0
-        }
-    }
-
-    /// Hands the device over to a link.
-    public func handOver(to link: Sandbox.ClientLink) throws {
-        for side in [Sandbox.LinkSide.router] {
-            for affected in [Sandbox.ClientLink.wifi, .cellular] {
-                remember("link \(affected.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(affected, side: side, up: true) }
-            }
-        }
-        try recordConditions("on \(link.rawValue)", action: "hand over to \(link.rawValue)") {
-            try sandbox.handOver(to: link)
-            return 2
-        }
-    }
-
-    // MARK: The user's app
-
-    /// Runs `command` (through `/bin/sh -c`) in the client namespace, replacing an earlier one, and records
-    /// each line it prints on the app lane: a JSON object's scalar fields become details, its `state` field the lane's state.
-    public func observe(command: String) throws {
-        let client = try sandbox.clientNamespace()
-        let process = try ObservedProcess(command: command, namespace: client, recorder: recorder)
-        lock.lock()
-        let previous = observed
-        observed = process
-        lock.unlock()
-        previous?.stop()  // one observed app at a time; the earlier one is stopped and reaped
-    }
-
-    // MARK: Results
-
-    /// The events recorded so far, read back from `events.jsonl`.
+    /// The events recorded so far, read back from `events.jsonl` (until a temporary report folder is removed
+    /// at close).
     public func events() throws -> [TimelineEvent] {
         try TimelineReader.read(path: recorder.path).events
     }
 
     /// Stops everything; removes the sandbox when the lab made it, and otherwise puts back what the lab
-    /// changed (recorded on the conditions lane). Releases the sandbox's lock. Safe to call twice.
+    /// changed (recorded on the conditions lane). Releases the sandbox's lock, then writes the reports.
+    /// Safe to call twice.
     public func close() {
+        close(writingReports: true)
+    }
+
+    /// ``close()``; without `writingReports` the caller writes the reports (a scenario run, with its verdicts).
+    func close(writingReports: Bool) {
         lock.lock()
         let alreadyClosed = closed
         closed = true
@@ -408,19 +234,6 @@ public final class LinkLab: @unchecked Sendable {
         server?.stop()
         if ownsSandbox { _ = sandbox.remove(in: transaction) }
         transaction.end()
-    }
-}
-
-/// Errors of labs and scenario runs.
-public enum LabError: Error, Sendable, CustomStringConvertible {
-    case timedOut(what: String, seconds: Double, last: String)
-    case needsCellular(sandbox: String)
-
-    public var description: String {
-        switch self {
-        case let .timedOut(what, seconds, last): "\(what) was not reached within \(seconds) s (last seen: \(last))"
-        case let .needsCellular(sandbox):
-            "sandbox '\(sandbox)' has no cellular link; recreate it with 'linkcond up --name \(sandbox) --cellular' or let the run make its own"
-        }
+        if writingReports { finishReports() }
     }
 }

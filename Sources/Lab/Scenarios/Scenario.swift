@@ -10,8 +10,13 @@ public struct Scenario: Sendable, Equatable {
     public var name: String
     /// What the scenario shows.
     public var description: String
-    /// Whether the sandbox needs the cellular link (`ww0`) beside wifi.
+    /// Whether the sandbox needs the cellular link (`ww0`) beside wifi (with ``links``: whether they name it).
     public var cellular: Bool
+    /// The links the scenario is written for (`"links": ["wifi"]`), exactly: a run refuses a sandbox of
+    /// another shape, whose verdicts could differ (a second link keeps the path satisfied). Nil when the
+    /// scenario does not say: then it needs wifi, and cellular when ``cellular`` is true, and runs on a
+    /// sandbox with more.
+    public var links: [LinkName]?
     /// Prober settings for this run, over the defaults; `nil` when the file has no `probe`.
     public var probe: ProbeSettingsOverride?
     /// The steps, in the order they run; never empty in a parsed scenario.
@@ -22,16 +27,23 @@ public struct Scenario: Sendable, Equatable {
     public var source: String?
 
     public init(
-        name: String, description: String = "", cellular: Bool = false, probe: ProbeSettingsOverride? = nil,
+        name: String, description: String = "", cellular: Bool = false, links: [LinkName]? = nil, probe: ProbeSettingsOverride? = nil,
         steps: [ScenarioStep], expectations: [Expectation] = [], source: String? = nil
     ) {
         self.name = name
         self.description = description
-        self.cellular = cellular
+        self.cellular = cellular || links?.contains(.cellular) == true
+        self.links = links
         self.probe = probe
         self.steps = steps
         self.expectations = expectations
         self.source = source
+    }
+
+    /// The links a sandbox needs for this scenario: ``links`` when declared, else wifi (and cellular when
+    /// ``cellular``).
+    public var neededLinks: [LinkName] {
+        links ?? (cellular ? [.wifi, .cellular] : [.wifi])
     }
 
     /// The planned length of the run: the sum of every step's hold, in nanoseconds.

@@ -9,7 +9,7 @@ import Profiles
 /// {
 ///   "name": "tunnel",
 ///   "description": "...",
-///   "cellular": false,
+///   "links": ["wifi"],
 ///   "probe": {"interval": "1s", "timeout": "4s", "failureThreshold": 2, "backoffMax": "1s"},
 ///   "steps": [
 ///     {"name": "lte", "apply": "lte", "hold": "10s"},
@@ -31,7 +31,8 @@ import Profiles
 /// empty step list, a step without an action or with two, `side`/`interface` beside an action they do not
 /// belong to, `"clear": false`, a `wait` of 0, duplicate step or expectation names, expectations naming a
 /// step that does not exist or a state their lane never has, a `within` of 0 or longer than the rest of the
-/// run, a `grace` not shorter than its step, steps needing the cellular link without `"cellular": true`,
+/// run, a `grace` not shorter than its step, steps needing the cellular link when `"links"` (or the older `"cellular": true`) does not give it, a `links` list
+/// without wifi or with a link twice,
 /// and profiles the catalog does not have (or that are themselves refused).
 ///
 /// Reading (``ScenarioReader``: keys, types, words and times) comes first, then every name, range,

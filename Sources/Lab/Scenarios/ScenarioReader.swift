@@ -13,7 +13,7 @@ struct ScenarioReader {
     let file: String
 
     static let scenarioExpectation =
-        "a scenario: an object with \"name\", \"steps\" and optionally \"description\", \"cellular\", \"probe\" "
+        "a scenario: an object with \"name\", \"steps\" and optionally \"description\", \"links\", \"probe\" "
         + "and \"expectations\""
     static let stepsExpectation =
         "a list of steps such as [{\"name\": \"lte\", \"apply\": \"lte\", \"hold\": \"10s\"}]"
@@ -48,18 +48,33 @@ struct ScenarioReader {
         try element.choice(LinkName.self, noun: "a link of the sandbox", aliases: Self.linkAliases)
     }
 
+    /// `"links"`: a list of link names (checked by ``ScenarioValidator``).
+    func links(_ element: JSONElement) throws(DocumentError) -> [LinkName] {
+        var links: [LinkName] = []
+        for item in try element.array(expected: ScenarioValidator.linksExpectation) { links.append(try link(item)) }
+        return links
+    }
+
     // MARK: The document
 
     func scenario() throws(DocumentError) -> Scenario {
         let fields = try root.fields(
-            ["name", "description", "cellular", "probe", "steps", "expectations"], expected: Self.scenarioExpectation)
+            ["name", "description", "links", "cellular", "probe", "steps", "expectations"], expected: Self.scenarioExpectation)
         let name = try fields.require("name", expected: "a \"name\" such as \"tunnel\" (the file name without .json)")
         var scenario = Scenario(
             name: try name.string(expected: "a scenario name as a string, such as \"tunnel\""), steps: [])
         if let description = fields["description"] {
             scenario.description = try description.string(expected: "a description as a string")
         }
-        if let cellular = fields["cellular"] {
+        if let links = fields["links"] {
+            if let cellular = fields["cellular"] {
+                throw cellular.error(
+                    "\"cellular\" cannot be combined with \"links\"", expected: "only \"links\" (\"cellular\": true is the older spelling of "
+                        + "\"links\": [\"wifi\", \"cellular\"])", kind: .conflict)
+            }
+            scenario.links = try self.links(links)
+            scenario.cellular = scenario.links?.contains(.cellular) == true
+        } else if let cellular = fields["cellular"] {
             scenario.cellular = try cellular.bool(
                 expected: "true or false: whether the sandbox needs its cellular link")
         }

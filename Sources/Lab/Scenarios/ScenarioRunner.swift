@@ -33,14 +33,18 @@ public struct ScenarioRunOptions: Sendable {
     public var isCancelled: @Sendable () -> Bool
     /// The backend for a sandbox the run makes (an existing one keeps its own).
     public var backend: BackendChoice
+    /// When ``sandboxName`` names a sandbox that is not up: bring it up (with the scenario's links and this
+    /// server) and leave it up after the run, as `linkcond apply` does; nil refuses such a sandbox.
+    public var bringUp: Sandbox.ServerLaunch?
 
     /// Options for a run.
     public init(
         sandboxName: String? = nil, reportDirectory: String, observeCommand: String? = nil, catalogDirectory: String? = nil,
         store: SandboxStore = .standard, progress: (@Sendable (ScenarioProgress) -> Void)? = nil,
-        isCancelled: @escaping @Sendable () -> Bool = { false }, backend: BackendChoice = .auto
+        isCancelled: @escaping @Sendable () -> Bool = { false }, backend: BackendChoice = .auto, bringUp: Sandbox.ServerLaunch? = nil
     ) {
         self.backend = backend
+        self.bringUp = bringUp
         self.sandboxName = sandboxName
         self.reportDirectory = reportDirectory
         self.observeCommand = observeCommand
@@ -65,7 +69,8 @@ public struct ScenarioOutcome: Sendable {
 /// Runs a scenario: opens a ``LinkLab``, performs the steps on time, records everything on the timeline,
 /// judges the expectations against it, and writes the reports.
 public enum ScenarioRunner {
-    /// Runs `scenario`. Throws only when the run cannot start (no sandbox, bad report directory…). Failed
+    /// Runs `scenario`. Throws only when the run cannot start (no sandbox, one of another shape than the
+    /// scenario's `"links"`, a bad report directory…). Failed
     /// expectations and a failed step are in the outcome, not thrown: a step that fails ends the run, is
     /// recorded as an event and in every report (an error test case in `junit.xml`), and the lab puts back
     /// what the run changed.
@@ -75,7 +80,8 @@ public enum ScenarioRunner {
         let lab = try LinkLab.open(
             LinkLab.Options(
                 sandboxName: options.sandboxName, cellular: scenario.cellular, reportDirectory: options.reportDirectory,
-                probe: settings, store: options.store, catalogDirectory: options.catalogDirectory, backend: options.backend),
+                probe: settings, store: options.store, catalogDirectory: options.catalogDirectory, backend: options.backend,
+                links: scenario.links.map { Set($0.map(\.sandboxLink)) }, bringUp: options.bringUp, name: scenario.name),
             isCancelled: options.isCancelled)
         var steps: [StepRecord] = []
         var interrupted = false
@@ -129,7 +135,7 @@ public enum ScenarioRunner {
                     + (failure.hint.map { " (\($0))" } ?? ""),
                 state: "error", details: ["message": .string(failure.message), "hint": failure.hint.map(TimelineValue.string) ?? .null])
         }
-        lab.close()
+        lab.close(writingReports: false)
         let events = try lab.events()
         var results = ExpectationEvaluator.evaluate(scenario.expectations, events: events, steps: steps)
         if interrupted {
@@ -142,7 +148,8 @@ public enum ScenarioRunner {
         for result in results {
             try lab.recorder.record(.scenario, TimelineKind.expectation, "\(result.passed ? "PASS" : "FAIL") \(result.name): \(result.evidence)",
                                     details: ["name": .string(result.name), "passed": .bool(result.passed),
-                                              "evidence": .string(result.evidence), "rule": .string(result.rule)])
+                                              "evidence": .string(result.evidence), "rule": .string(result.rule),
+                                              "at": result.at.map(TimelineValue.number) ?? .null])
         }
         let allEvents = try lab.events()
         let metadata = RunMetadata(

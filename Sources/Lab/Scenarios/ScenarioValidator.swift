@@ -15,10 +15,21 @@ struct ScenarioValidator {
     static let failureThresholdExpectation = "a whole number of failed rounds from 1 to 100, such as 2"
     static let profileReferenceHint = "or a path to a profile file (with a '/' or ending in .json)"
     static let cellularExpectation =
-        "\"cellular\": true at the top of the scenario, so the sandbox gets its cellular link (ww0)"
+        "\"links\": [\"wifi\", \"cellular\"] at the top of the scenario, so the sandbox gets its cellular link (ww0)"
+
+    static let linksExpectation = "the links the scenario is written for: [\"wifi\"] or [\"wifi\", \"cellular\"]"
 
     func check(_ scenario: Scenario) throws(DocumentError) {
         try locator.checkName(scenario.name, of: "scenario")
+        if let links = scenario.links {
+            try check(links, at: JSONPath.root.appending("links"))
+            if scenario.cellular != links.contains(.cellular) {
+                throw locator.error(
+                    .conflict, at: JSONPath.root.appending("cellular"),
+                    problem: "\"cellular\": \(scenario.cellular) disagrees with \"links\"",
+                    expected: "only \"links\" (\"cellular\": true is the older spelling of \"links\": [\"wifi\", \"cellular\"])")
+            }
+        }
         if let probe = scenario.probe { try check(probe, at: JSONPath.root.appending("probe")) }
         try checkSteps(of: scenario)
         try checkExpectations(of: scenario)
@@ -56,6 +67,20 @@ struct ScenarioValidator {
             return
         }
         throw locator.error(.invalidValue, at: path, problem: problem, expected: expected)
+    }
+
+    /// `links`: wifi (every sandbox has it), and cellular or not, each once.
+    func check(_ links: [LinkName], at path: JSONPath) throws(DocumentError) {
+        for (index, link) in links.enumerated() where links[..<index].contains(link) {
+            throw locator.error(
+                .duplicateName, at: path.appending(index: index), problem: "\(JSONWriter.quoted(link.rawValue)) is listed twice",
+                expected: Self.linksExpectation)
+        }
+        guard links.contains(.wifi) else {
+            throw locator.error(
+                .outOfRange, at: path, problem: links.isEmpty ? "the list of links is empty" : "every sandbox has wifi, and the list leaves it out",
+                expected: Self.linksExpectation)
+        }
     }
 
     func check(_ probe: ProbeSettingsOverride, at path: JSONPath) throws(DocumentError) {

@@ -7,7 +7,11 @@ enum ScenarioWriter {
     static func json(_ scenario: Scenario) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = [("name", .string(scenario.name))]
         if !scenario.description.isEmpty { members.append(("description", .string(scenario.description))) }
-        if scenario.cellular { members.append(("cellular", .bool(true))) }
+        if let links = scenario.links {
+            members.append(("links", .array(links.map { .string($0.rawValue) })))
+        } else if scenario.cellular {
+            members.append(("cellular", .bool(true)))
+        }
         if let probe = scenario.probe { members.append(("probe", json(probe))) }
         members.append(("steps", .array(scenario.steps.map { json($0, source: scenario.source) })))
         if !scenario.expectations.isEmpty { members.append(("expectations", .array(scenario.expectations.map(json)))) }

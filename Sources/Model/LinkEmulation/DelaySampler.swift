@@ -6,8 +6,10 @@
 import Profiles
 
 /// Draws each frame's propagation delay: netem's `delay TIME JITTER CORRELATION distribution NAME`
-/// (`tabledist` in `sch_netem.c`).
+/// (`tabledist` in `sch_netem.c`) under the `netem` jitter model, or the smooth process of
+/// ``SmoothJitter`` under the `ordered` one (mean `delay` exactly, the table's shape, correlation in time).
 ///
+/// The `netem` model, per frame:
 /// - uniform (netem's default): evenly spread over [delay - jitter, delay + jitter).
 /// - normal, pareto, paretonormal: delay + jitter × v, where v is the value iproute2's table generator
 ///   (`netem/normal.c`, `pareto.c`, `paretonormal.c`) puts at quantile u, computed here instead of read
@@ -19,40 +21,56 @@ import Profiles
 struct DelaySampler {
     /// The mean delay in nanoseconds (netem's `latency`).
     let delay: UInt64
+    /// A delay trace in place of ``delay``.
+    let delayTrace: StepTrace?
     /// The jitter in nanoseconds (netem's `jitter`, its σ for table distributions).
     let jitter: UInt64
     /// The shape of the variation.
     let distribution: DelayDistribution
+    /// The jitter model.
+    let model: JitterModel
     private var numbers: CorrelatedRandom
+    private var smooth: SmoothJitter
 
     /// A sampler for `conditions`' delay, jitter, correlation and distribution.
     init(_ conditions: LinkConditions, _ random: inout EmulatorRandom) {
         delay = conditions.delay
+        delayTrace = conditions.delayTrace
         jitter = conditions.jitter
         distribution = conditions.distribution ?? .uniform
+        model = conditions.effectiveJitterModel
         numbers = CorrelatedRandom(correlation: conditions.delayCorrelation, random: &random)
+        smooth = SmoothJitter(jitter: jitter, distribution: distribution, correlation: conditions.delayCorrelation)
     }
 
     /// Whether the sampler draws the same delays as one built from `conditions` would.
     func isConfigured(as conditions: LinkConditions) -> Bool {
-        delay == conditions.delay && jitter == conditions.jitter
+        delay == conditions.delay && delayTrace == conditions.delayTrace && jitter == conditions.jitter
             && (jitter == 0 || (distribution == (conditions.distribution ?? .uniform) && numbers.rho
-                == ScaledProbability.scaled(conditions.delayCorrelation)))
+                == ScaledProbability.scaled(conditions.delayCorrelation) && model == conditions.effectiveJitterModel))
     }
 
-    /// The next frame's delay in nanoseconds, never negative.
+    /// The delay in nanoseconds, never negative, of the frame entering the delay line at `time` (times never
+    /// decrease), `elapsed` nanoseconds after the direction's first frame (where a delay trace starts).
     @inline(__always)
-    mutating func next(_ random: inout EmulatorRandom) -> UInt64 {
-        if jitter == 0 { return delay }
+    mutating func next(at time: MonotonicNanoseconds, elapsed: UInt64, _ random: inout EmulatorRandom) -> UInt64 {
+        let base = delayTrace.map { UInt64($0.value(at: elapsed)) } ?? delay
+        if jitter == 0 { return base }
+        if model == .ordered { return shifted((Double(jitter) * smooth.offset(at: time, &random)).rounded(), base: base) }
         let number = numbers.next(&random)
         if distribution == .uniform {
             // [delay - jitter, delay + jitter): a multiply-shift where netem takes rnd % (2 × jitter).
             let product = UInt64(number).multipliedFullWidth(by: 2 * jitter)
             let offset = product.high << 32 | product.low >> 32
-            return offset >= jitter ? delay + (offset - jitter) : delay - min(delay, jitter - offset)
+            return offset >= jitter ? base + (offset - jitter) : base - min(base, jitter - offset)
         }
         let quantile = (Double(number) + 0.5) * 0x1p-32
-        let shift = (Double(jitter) * Self.tableValue(distribution, at: quantile)).rounded()
+        return shifted((Double(jitter) * Self.tableValue(distribution, at: quantile)).rounded(), base: base)
+    }
+
+    /// `base` moved by `shift` nanoseconds, clamped at 0.
+    @inline(__always)
+    private func shifted(_ shift: Double, base delay: UInt64) -> UInt64 {
         if shift >= 0 { return delay + UInt64(shift) }
         let magnitude = UInt64(-shift)
         return magnitude >= delay ? 0 : delay - magnitude

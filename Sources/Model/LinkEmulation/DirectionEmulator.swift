@@ -11,15 +11,17 @@ import Profiles
 /// 3. duplicate and corrupt (one bit in the transport segment);
 /// 4. the transmitter: the `rate` serializer or a delivery trace, then `slot`; the queue limit counts the
 ///    frames waiting here, and tail-drops;
-/// 5. the propagation delay line: `delay`, `jitter`, `distribution`, correlation; order kept within a
-///    delay line unless `reorder` sends a frame ahead of it; DNS queries get their own line with the DNS
-///    delay added.
+/// 5. the propagation delay line: `delay`, `jitter`, `distribution`, correlation and the jitter model;
+///    order kept within a delay line (under the `ordered` jitter model) unless `reorder` sends a frame
+///    ahead of it; DNS queries get their own line with the DNS delay added.
 ///
 /// Latency is therefore delay + serialization + queueing, as on a real link, where netem lets the time a
 /// packet waits behind others for the rate absorb part of its delay (netem measures the delay from the
-/// previous packet's departure). And jitter does not reorder here (netem reorders on jitter: 65 inversions
-/// in 200 packets at `delay 30ms 15ms`); a jittered frame waits for the one before it instead, which
-/// skews latency upwards when the jitter exceeds the gap between frames.
+/// previous packet's departure). And jitter does not reorder under the default `ordered` model (netem
+/// reorders on jitter: 65 inversions in 200 packets at `delay 30ms 15ms`): the delay is a smooth process
+/// in time with the profile's distribution (``SmoothJitter``), so frames close together get close delays
+/// and the spread is the profile's at any packet rate. The `netem` jitter model draws each frame's delay
+/// anew and lets frames overtake, as netem does.
 ///
 /// Smaller differences from netem, each chosen so the model says what a profile means:
 /// - loss is decided before duplication, so a lost frame has no copy (netem draws both first and sends a
@@ -62,8 +64,9 @@ public final class DirectionEmulator: FrameScheduler {
         core.offer(frame, at: now)
     }
 
-    /// The earliest time a held frame is due; `nil` when nothing is held.
-    public var nextDeparture: MonotonicNanoseconds? { core.held.nextDeparture }
+    /// The earliest time a held frame is due, or the transmitter takes the next frame from a waiting queue
+    /// (a departure may then send nothing); `nil` when nothing is held.
+    public var nextDeparture: MonotonicNanoseconds? { core.nextDeparture }
 
     /// Hands every held frame due by `now` to `send`, in departure order (ties in the order offered).
     public func departDue(
@@ -82,12 +85,27 @@ public final class DirectionEmulator: FrameScheduler {
     /// the next frame unless it is the same trace.
     public func replace(conditions: LinkConditions, options: DirectionOptions) {
         core.configure(conditions, options)
+        previousBaseline = baseline
+        baseline = core.snapshot
+    }
+
+    /// Puts back the conditions and options a ``replace(conditions:options:)`` just replaced, for a change
+    /// that could not be completed (the engine rolls back an apply that came too late on another
+    /// direction): the counters since the last change count again from the change before, since nothing
+    /// changed for the user; only the sojourn histogram stays restarted.
+    public func restore(conditions: LinkConditions, options: DirectionOptions) {
+        core.configure(conditions, options)
+        baseline = previousBaseline
     }
 
     /// Puts new conditions in force, keeping the options (see ``replace(conditions:options:)``).
     public func replace(conditions: LinkConditions) {
-        core.configure(conditions, core.options)
+        replace(conditions: conditions, options: core.options)
     }
+
+    /// The counters when the conditions were last replaced (zero before any replace), and before that.
+    private var baseline = DirectionCounters()
+    private var previousBaseline = DirectionCounters()
 
     /// The conditions in force (read-back for `show` and verification).
     public var conditions: LinkConditions { core.conditions }
@@ -95,8 +113,12 @@ public final class DirectionEmulator: FrameScheduler {
     /// The options in force.
     public var options: DirectionOptions { core.options }
 
-    /// What the direction has done so far, with the backlog as of now.
+    /// What the direction has done since it was built, with the backlog as of now.
     public var counters: DirectionCounters { core.snapshot }
+
+    /// What the direction has done since its conditions were last replaced (as tc counts a new qdisc), with
+    /// the backlog as of now.
+    public var countersSinceChange: DirectionCounters { core.snapshot.since(baseline) }
 
     /// Whether frames go straight through with no work: neutral conditions, no targets, no trace and no
     /// DNS delay.

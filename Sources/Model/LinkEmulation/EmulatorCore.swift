@@ -22,11 +22,11 @@ struct EmulatorCore: ~Copyable {
 
     private(set) var conditions: LinkConditions
     private(set) var options: DirectionOptions
-    private(set) var counters = DirectionCounters()
+    var counters = DirectionCounters()
     /// Whether frames are forwarded at once with no work at all.
     private(set) var isPassThrough = true
 
-    private var random: EmulatorRandom
+    var random: EmulatorRandom
     private var needsHeaders = false
     private var dnsDelay: UInt64 = 0
     private var targets: TargetMatcher
@@ -38,16 +38,29 @@ struct EmulatorCore: ~Copyable {
     private var reorderGap: UInt32 = 0
     private var reorderCounter: UInt32 = 0
     private var delays: DelaySampler
-    private var serializer: RateSerializer?
-    private var trace: TraceDelivery?
-    private var slot: SlotGate?
+    /// The arrival of the first conditioned frame: time 0 of the delay and loss traces.
+    private var traceOrigin: MonotonicNanoseconds?
+    /// Whether jitter may reorder frames (the `netem` jitter model with a jitter).
+    private var jitterReorders = false
+    /// The latest departure given to a frame in the sorted lane.
+    private var latestSortedDeparture: MonotonicNanoseconds = 0
+    var serializer: RateSerializer?
+    var trace: TraceDelivery?
+    var slot: SlotGate?
     private var hasTransmitter = false
+    /// When the serializer (or the trace) can take the next frame: when the last one it took finishes.
+    var serializerFree: MonotonicNanoseconds = 0
     private var queueLimitFrames = Int.max
     private var queueLimitBytes = UInt64.max
-    private var sequence: UInt64 = 0
+    private var queueLimitTime = UInt64.max
+    /// Whether frames wait in ``waiting`` (DropHead, CoDel, PIE, RED with a rate or a trace) rather than
+    /// being scheduled through the transmitter as they arrive (DropTail).
+    var usesWaitingQueue = false
+    var waiting = WaitingQueue(.dropTail(.packets(1)), rate: nil)
+    var sequence: UInt64 = 0
     private var lanes = Lanes()
-    private(set) var held = HeldFrames()
-    private var backlog = TransmitBacklog()
+    var held = HeldFrames()
+    var backlog = TransmitBacklog()
     /// Where a duplicate waits while the original goes on (grown for frames beyond 64 KiB).
     private var scratch: UnsafeMutableRawBufferPointer
 
@@ -75,7 +88,10 @@ struct EmulatorCore: ~Copyable {
     mutating func configure(_ conditions: LinkConditions, _ options: DirectionOptions, initial: Bool = false) {
         let newDNSDelay = options.effectiveDNSDelay
         let propagationChanged = !delays.isConfigured(as: conditions) || newDNSDelay != dnsDelay
-        if initial || loss.model != LossGenerator(conditions.loss).model { loss = LossGenerator(conditions.loss) }
+        if initial || !loss.isConfigured(as: conditions.loss, trace: conditions.lossTrace) {
+            loss = LossGenerator(conditions.loss, trace: conditions.lossTrace)
+        }
+        if conditions.delayTrace != self.conditions.delayTrace || conditions.lossTrace != self.conditions.lossTrace { traceOrigin = nil }
         if initial || conditions.duplicate != self.conditions.duplicate {
             duplicate = Self.chance(conditions.duplicate.map { ($0.probability, $0.correlation) }, &random)
         }
@@ -89,6 +105,7 @@ struct EmulatorCore: ~Copyable {
             reorderCounter = 0
         }
         if initial || !delays.isConfigured(as: conditions) { delays = DelaySampler(conditions, &random) }
+        jitterReorders = conditions.jitter > 0 && conditions.effectiveJitterModel == .netem
 
         let lastLeaves = backlog.lastLeavesAt
         if let newTrace = options.trace {
@@ -113,14 +130,22 @@ struct EmulatorCore: ~Copyable {
             slot = nil
         }
         hasTransmitter = serializer != nil || trace != nil || slot != nil
-        queueLimitFrames = Int(conditions.effectiveQueueLimit())
+        configureQueue(conditions.effectiveQueue(), rate: conditions.rate, trace: options.trace)
+        queueLimitFrames = Int.max
         queueLimitBytes = options.queueLimitBytes ?? .max
+        queueLimitTime = .max
+        switch conditions.effectiveQueue().limit {
+        case .packets(let limit): queueLimitFrames = Int(limit)
+        case .bytes(let limit): queueLimitBytes = min(queueLimitBytes, limit)
+        case .time(let limit): queueLimitTime = limit
+        }
         ecn = conditions.ecn
         dnsDelay = newDNSDelay
         targets = TargetMatcher(options.targets, direction: options.direction)
         needsHeaders = !options.targets.isEmpty || dnsDelay > 0
         isPassThrough = conditions.isNeutral && options.targets.isEmpty && options.trace == nil && dnsDelay == 0
         if propagationChanged && !initial { retireDelayLanes() }
+        if !initial { counters.sojourn = SojournHistogram() }
         self.conditions = conditions
         self.options = options
     }
@@ -176,7 +201,8 @@ struct EmulatorCore: ~Copyable {
                 return isDNS ? holdDNSOnly(frame, at: now) : forwardUntouched(frame)
             }
         }
-        if loss.loses(&random) {
+        if traceOrigin == nil { traceOrigin = now }
+        if loss.loses(&random, elapsed: now - min(now, traceOrigin!)) {
             var marked = false
             if ecn {
                 if headers == nil { headers = FrameHeaders(UnsafeRawBufferPointer(frame)) }
@@ -222,14 +248,14 @@ struct EmulatorCore: ~Copyable {
     }
 
     private mutating func fitsHeldLimit(_ length: Int) -> Bool {
-        guard held.bytes + UInt64(length) > options.heldBytesLimit else { return true }
+        guard held.bytes + waiting.bytes + UInt64(length) > options.heldBytesLimit else { return true }
         counters.queueDroppedFrames &+= 1
         counters.queueDroppedBytes &+= UInt64(length)
         counters.heldLimitDroppedFrames &+= 1
         return false
     }
 
-    /// Corrupt, transmitter, delay line: one copy of a frame that survived the loss model.
+    /// Corrupt, queue and transmitter, delay line: one copy of a frame that survived the loss model.
     @inline(__always)
     private mutating func transmit(
         _ frame: UnsafeMutableRawBufferPointer, headers: inout FrameHeaders?, isDNS: Bool, at now: MonotonicNanoseconds,
@@ -241,24 +267,55 @@ struct EmulatorCore: ~Copyable {
             if FrameEdits.flipRandomBit(frame, headers.unsafelyUnwrapped, &random) { counters.corruptedFrames &+= 1 }
         }
         guard fitsHeldLimit(length) else { return .dropped }
+        if usesWaitingQueue { return queue(frame, isDNS: isDNS, at: now) }
         var leaves = now
         if hasTransmitter {
             backlog.advance(to: now)
-            guard backlog.frames < queueLimitFrames, backlog.bytes + UInt64(length) <= queueLimitBytes else {
+            // DropTail: the frame's wait before the transmitter takes it is known now.
+            let wait = serializerFree > now ? serializerFree - now : 0
+            guard backlog.frames < queueLimitFrames, backlog.bytes + UInt64(length) <= queueLimitBytes, wait <= queueLimitTime else {
                 counters.queueDroppedFrames &+= 1
                 counters.queueDroppedBytes &+= UInt64(length)
+                counters.tailDroppedFrames &+= 1
                 return .dropped
             }
-            if trace != nil {
-                leaves = trace!.delivery(length: length, at: now)
-            } else if serializer != nil {
-                leaves = serializer!.transmit(length: length, at: now)
-            }
-            if slot != nil { leaves = slot!.departure(ready: leaves, length: length, &random) }
-            // Frames leave the transmitter in order, even across a swap that changed its kind.
-            leaves = max(leaves, backlog.lastLeavesAt)
+            counters.sojourn.record(wait)
+            leaves = transmitterLeaves(length: length, arrival: now)
             backlog.add(length: length, leavesAt: leaves)
         }
+        var (lane, departure) = delayLine(leaves: leaves, isDNS: isDNS)
+        if mayForward && departure <= now && held.isEmpty(lane: lane) {
+            counters.passedFrames &+= 1
+            counters.passedBytes &+= UInt64(length)
+            return .forwardNow
+        }
+        departure = max(departure, now)
+        sequence &+= 1
+        held.hold(UnsafeRawBufferPointer(frame), lane: lane, departure: departure, sequence: sequence)
+        return .held
+    }
+
+    /// When a frame of `length` bytes that arrived at `arrival` leaves the transmitter (serializer or
+    /// trace, then slot), not before the frames before it; ``serializerFree`` moves to when the serializer
+    /// can take the next frame.
+    @inline(__always)
+    mutating func transmitterLeaves(length: Int, arrival: MonotonicNanoseconds) -> MonotonicNanoseconds {
+        var leaves = arrival
+        if trace != nil {
+            leaves = trace!.delivery(length: length, at: arrival)
+            serializerFree = leaves
+        } else if serializer != nil {
+            leaves = serializer!.transmit(length: length, at: arrival)
+            serializerFree = leaves
+        }
+        if slot != nil { leaves = slot!.departure(ready: leaves, length: length, &random) }
+        // Frames leave the transmitter in order, even across a swap that changed its kind.
+        return max(leaves, backlog.lastLeavesAt)
+    }
+
+    /// The delay line a frame that left the transmitter at `leaves` goes to, and when it leaves it.
+    @inline(__always)
+    mutating func delayLine(leaves: MonotonicNanoseconds, isDNS: Bool) -> (lane: Int, departure: MonotonicNanoseconds) {
         let lane: Int
         var departure: MonotonicNanoseconds
         if reorderGap != 0 && reorderCounter >= reorderGap - 1 && reorder.happens(&random) {
@@ -270,25 +327,41 @@ struct EmulatorCore: ~Copyable {
             departure = leaves
         } else {
             reorderCounter &+= 1
-            lane = isDNS ? lanes.dns : lanes.main
-            departure = leaves + delays.next(&random) + (isDNS ? dnsDelay : 0)
+            let elapsed = leaves - min(leaves, traceOrigin ?? leaves)
+            departure = leaves + delays.next(at: leaves, elapsed: elapsed, &random) + (isDNS ? dnsDelay : 0)
+            if jitterReorders {
+                // The netem jitter model: frames leave in departure order, whatever order they came in.
+                lane = HeldFrames.sortedLane
+                if departure < latestSortedDeparture { counters.jitterReorderedFrames &+= 1 }
+                latestSortedDeparture = max(latestSortedDeparture, departure)
+            } else {
+                lane = isDNS ? lanes.dns : lanes.main
+            }
         }
-        // Order is kept within a lane: a frame never leaves before one offered earlier.
-        departure = max(departure, held.lastDeparture(lane: lane))
-        if mayForward && departure <= now && held.isEmpty(lane: lane) {
-            counters.passedFrames &+= 1
-            counters.passedBytes &+= UInt64(length)
-            return .forwardNow
+        // Order is kept within a first-in first-out lane: a frame never leaves before one offered earlier.
+        if lane != HeldFrames.sortedLane {
+            let previous = held.lastDeparture(lane: lane)
+            if departure < previous {
+                counters.orderHolds &+= 1
+                departure = previous
+            }
         }
-        sequence &+= 1
-        held.hold(UnsafeRawBufferPointer(frame), lane: lane, departure: departure, sequence: sequence)
-        return .held
+        return (lane, departure)
+    }
+
+    /// ``FrameScheduler/nextDeparture``: the first held frame's departure, or when the transmitter takes
+    /// the next frame from the waiting queue, whichever is earlier.
+    var nextDeparture: MonotonicNanoseconds? {
+        let service = usesWaitingQueue ? nextService : nil
+        guard let due = held.nextDeparture else { return service }
+        return service.map { min($0, due) } ?? due
     }
 
     /// ``FrameScheduler/departDue(at:_:)``.
     mutating func departDue(
         at now: MonotonicNanoseconds, _ send: (UnsafeRawBufferPointer, MonotonicNanoseconds) -> Void
     ) {
+        if usesWaitingQueue { serviceQueue(upTo: now) }
         let sent = held.departDue(at: now, send)
         counters.passedFrames &+= UInt64(sent.frames)
         counters.passedBytes &+= sent.bytes
@@ -300,8 +373,10 @@ struct EmulatorCore: ~Copyable {
         var result = counters
         result.backlogFrames = UInt64(held.frames)
         result.backlogBytes = held.bytes
-        result.transmitQueueFrames = UInt64(backlog.frames)
-        result.transmitQueueBytes = backlog.bytes
+        result.transmitQueueFrames = UInt64(backlog.frames + waiting.count)
+        result.transmitQueueBytes = backlog.bytes + waiting.bytes
+        result.backlogFrames += UInt64(waiting.count)
+        result.backlogBytes += waiting.bytes
         return result
     }
 }

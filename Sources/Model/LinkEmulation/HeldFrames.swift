@@ -11,14 +11,18 @@ struct HeldFrame {
 }
 
 /// Every frame the model holds, in up to ``laneCount`` first-in first-out lanes (one per delay line, plus
-/// lanes left to drain after a swap), each a ring with non-decreasing departures; departures are handed
-/// out across lanes in time order by looking at the lanes' heads. O(1) per frame, no allocation once the
-/// rings and the pool have grown to the traffic's size.
+/// lanes left to drain after a swap), each a ring with non-decreasing departures, and one time-sorted lane
+/// (``sortedLane``, a heap) for frames that may overtake others (the `netem` jitter model); departures are
+/// handed out across lanes in time order by looking at the lanes' heads. O(1) per frame in the rings,
+/// O(log n) in the heap, no allocation once the rings, the heap and the pool have grown to the traffic's size.
 struct HeldFrames: ~Copyable {
-    /// The most lanes: four delay lines in use and as many draining after a swap.
+    /// The most first-in first-out lanes: four delay lines in use and as many draining after a swap.
     static let laneCount = 8
+    /// The lane whose frames leave in departure order whatever order they came in.
+    static let sortedLane = laneCount
 
     private let lanes: UnsafeMutablePointer<RingBuffer<HeldFrame>>
+    private var sorted = FrameHeap()
     private var pool = FramePool()
     /// Bit i set: lane i holds frames.
     private(set) var occupiedLanes: UInt32 = 0
@@ -36,29 +40,53 @@ struct HeldFrames: ~Copyable {
     @inline(__always)
     func isEmpty(lane: Int) -> Bool { occupiedLanes & (1 << UInt32(lane)) == 0 }
 
-    /// The departure of the newest frame in `lane`; 0 when it is empty.
+    /// The departure of the newest frame in `lane` (a first-in first-out lane); 0 when it is empty.
     @inline(__always)
     func lastDeparture(lane: Int) -> MonotonicNanoseconds { isEmpty(lane: lane) ? 0 : lanes[lane].last.departure }
 
     /// Copies `frame` and queues it in `lane` to leave at `departure`, which must not be earlier than the
-    /// lane's last departure.
+    /// lane's last departure unless the lane is ``sortedLane``.
     @inline(__always)
     mutating func hold(
         _ frame: UnsafeRawBufferPointer, lane: Int, departure: MonotonicNanoseconds, sequence: UInt64
     ) {
+        hold(buffer: copy(frame), length: frame.count, lane: lane, departure: departure, sequence: sequence)
+    }
+
+    /// A copy of `frame` in a buffer of the pool, for a stage before the delay line (the queue); it comes
+    /// back with ``hold(buffer:length:lane:departure:sequence:)`` or ``recycle(_:length:)``.
+    @inline(__always)
+    mutating func copy(_ frame: UnsafeRawBufferPointer) -> UnsafeMutableRawPointer {
         let buffer = pool.take(length: frame.count)
         if let source = frame.baseAddress, frame.count > 0 { buffer.copyMemory(from: source, byteCount: frame.count) }
-        lanes[lane].append(HeldFrame(departure: departure, sequence: sequence, buffer: buffer, length: frame.count))
+        return buffer
+    }
+
+    /// Gives back a buffer from ``copy(_:)`` whose frame was dropped.
+    @inline(__always)
+    mutating func recycle(_ buffer: UnsafeMutableRawPointer, length: Int) { pool.give(buffer, length: length) }
+
+    /// Queues a frame already copied with ``copy(_:)`` (see ``hold(_:lane:departure:sequence:)``).
+    @inline(__always)
+    mutating func hold(
+        buffer: UnsafeMutableRawPointer, length: Int, lane: Int, departure: MonotonicNanoseconds, sequence: UInt64
+    ) {
+        let held = HeldFrame(departure: departure, sequence: sequence, buffer: buffer, length: length)
+        if lane == Self.sortedLane { sorted.insert(held) } else { lanes[lane].append(held) }
         occupiedLanes |= 1 << UInt32(lane)
         frames += 1
-        bytes += UInt64(frame.count)
+        bytes += UInt64(length)
     }
 
     /// The earliest departure of any held frame; `nil` when nothing is held.
     var nextDeparture: MonotonicNanoseconds? {
         guard let lane = earliestLane() else { return nil }
-        return lanes[lane].first.departure
+        return head(lane).departure
     }
+
+    /// The frame that leaves first from `lane`, which must not be empty.
+    @inline(__always)
+    private func head(_ lane: Int) -> HeldFrame { lane == Self.sortedLane ? sorted.first : lanes[lane].first }
 
     /// The lane whose head leaves first (ties: the frame offered first).
     @inline(__always)
@@ -70,11 +98,11 @@ struct HeldFrames: ~Copyable {
         while mask != 0 {
             let lane = mask.trailingZeroBitCount
             mask &= mask - 1
-            let head = lanes[lane].first
-            if head.departure < bestDeparture || (head.departure == bestDeparture && head.sequence < bestSequence) {
+            let first = head(lane)
+            if first.departure < bestDeparture || (first.departure == bestDeparture && first.sequence < bestSequence) {
                 best = lane
-                bestDeparture = head.departure
-                bestSequence = head.sequence
+                bestDeparture = first.departure
+                bestSequence = first.sequence
             }
         }
         return best < 0 ? nil : best
@@ -87,9 +115,15 @@ struct HeldFrames: ~Copyable {
     ) -> (frames: Int, bytes: UInt64) {
         var sentFrames = 0
         var sentBytes: UInt64 = 0
-        while let lane = earliestLane(), lanes[lane].first.departure <= now {
-            let frame = lanes[lane].removeFirst()
-            if lanes[lane].isEmpty { occupiedLanes &= ~(1 << UInt32(lane)) }
+        while let lane = earliestLane(), head(lane).departure <= now {
+            let frame: HeldFrame
+            if lane == Self.sortedLane {
+                frame = sorted.removeFirst()
+                if sorted.isEmpty { occupiedLanes &= ~(1 << UInt32(lane)) }
+            } else {
+                frame = lanes[lane].removeFirst()
+                if lanes[lane].isEmpty { occupiedLanes &= ~(1 << UInt32(lane)) }
+            }
             frames -= 1
             bytes -= UInt64(frame.length)
             sentFrames += 1
@@ -104,6 +138,7 @@ struct HeldFrames: ~Copyable {
         for lane in 0..<Self.laneCount {
             for offset in 0..<lanes[lane].count { lanes[lane][offset].buffer.deallocate() }
         }
+        for index in 0..<sorted.count { sorted[index].buffer.deallocate() }
         // Each ring frees its own storage as it is deinitialized.
         lanes.deinitialize(count: Self.laneCount)
         lanes.deallocate()

@@ -22,6 +22,9 @@ struct LossGenerator {
 
     /// The model in force.
     let model: Model
+    /// A loss trace: each frame is lost independently with the trace's probability at its time (the
+    /// ``model`` is then `.none`).
+    let trace: StepTrace?
     /// The Markov state: Gilbert-Elliott 1 good, 2 bad; 4-state 1 to 4. Both start in 1, as in netem.
     private(set) var state: UInt8 = 1
 
@@ -31,7 +34,8 @@ struct LossGenerator {
     /// r = (1-c)(1-P), every frame lost in the bad state and none in the good one, exactly as
     /// `NetemMapping` gives the kernel: its stationary loss is P and each loss makes the next one likelier
     /// (netem's own correlated random loss would pull the rate far below P).
-    init(_ loss: LossModel?) {
+    init(_ loss: LossModel?, trace: StepTrace? = nil) {
+        self.trace = trace
         guard let loss, !loss.dropsNothing else {
             model = .none
             return
@@ -52,9 +56,18 @@ struct LossGenerator {
         }
     }
 
-    /// Whether the next frame is lost.
+    /// Whether the generator draws what `loss` and `trace` describe.
+    func isConfigured(as loss: LossModel?, trace: StepTrace?) -> Bool {
+        model == LossGenerator(loss).model && self.trace == trace
+    }
+
+    /// Whether the next frame, `elapsed` nanoseconds after the direction's first frame, is lost.
     @inline(__always)
-    mutating func loses(_ random: inout EmulatorRandom) -> Bool {
+    mutating func loses(_ random: inout EmulatorRandom, elapsed: UInt64) -> Bool {
+        if let trace {
+            let threshold = ScaledProbability.scaled(trace.value(at: elapsed))
+            return threshold != 0 && threshold >= random.nextUInt32()
+        }
         switch model {
         case .none:
             return false

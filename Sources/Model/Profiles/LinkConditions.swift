@@ -13,6 +13,9 @@ public struct LinkConditions: Sendable, Equatable {
     public var delayCorrelation: Double
     /// The shape of the jitter; `nil` is netem's default (uniform). Needs `delay` and `jitter`.
     public var distribution: DelayDistribution?
+    /// How the jitter varies from frame to frame; `nil` is the default, ``JitterModel/ordered`` (see
+    /// ``effectiveJitterModel``). Needs `jitter`.
+    public var jitterModel: JitterModel?
     /// Which packets are dropped; `nil` drops none.
     public var loss: LossModel?
     /// How often a packet is sent twice.
@@ -23,45 +26,62 @@ public struct LinkConditions: Sendable, Equatable {
     public var reorder: Reorder?
     /// Packets leave in bursts ("slots"), as on Wi-Fi or cellular links.
     public var slot: Slot?
-    /// The queue length in packets; `nil` lets the backend derive it from the bandwidth-delay product.
+    /// The queue length in packets (a DropTail queue); `nil` lets the backend derive it from the
+    /// bandwidth-delay product. Not with ``queue``.
     public var queueLimit: UInt32?
+    /// The queue's discipline and limit (see ``LinkQueue``); `nil` for a DropTail of ``queueLimit``
+    /// packets (see ``effectiveQueue(extraDelay:)``). Needs a `rate` or a `trace` (a `slot` for DropTail).
+    public var queue: LinkQueue?
     /// Mark packets with ECN Congestion Experienced instead of dropping them (ECN-capable traffic only);
     /// needs `loss`.
     public var ecn: Bool
     /// Deliveries follow a recorded trace (Mahimahi's format) instead of `rate`: each opportunity carries
     /// 1500 bytes. Only the userspace engine has it.
     public var trace: DeliveryTrace?
+    /// The delay follows a trace in steps instead of `delay` (jitter, if any, varies around it). Only the
+    /// userspace engine has it.
+    public var delayTrace: StepTrace?
+    /// The random loss follows a trace in steps instead of `loss`. Only the userspace engine has it.
+    public var lossTrace: StepTrace?
 
     /// Conditions with the given values; the defaults add nothing.
     public init(
         rate: UInt64? = nil, delay: UInt64 = 0, jitter: UInt64 = 0, delayCorrelation: Double = 0,
-        distribution: DelayDistribution? = nil, loss: LossModel? = nil, duplicate: Chance? = nil,
+        distribution: DelayDistribution? = nil, jitterModel: JitterModel? = nil, loss: LossModel? = nil, duplicate: Chance? = nil,
         corrupt: Chance? = nil, reorder: Reorder? = nil, slot: Slot? = nil, queueLimit: UInt32? = nil,
-        ecn: Bool = false, trace: DeliveryTrace? = nil
+        queue: LinkQueue? = nil, ecn: Bool = false, trace: DeliveryTrace? = nil, delayTrace: StepTrace? = nil,
+        lossTrace: StepTrace? = nil
     ) {
         self.rate = rate
         self.delay = delay
         self.jitter = jitter
         self.delayCorrelation = delayCorrelation
         self.distribution = distribution
+        self.jitterModel = jitterModel
         self.loss = loss
         self.duplicate = duplicate
         self.corrupt = corrupt
         self.reorder = reorder
         self.slot = slot
         self.queueLimit = queueLimit
+        self.queue = queue
         self.ecn = ecn
         self.trace = trace
+        self.delayTrace = delayTrace
+        self.lossTrace = lossTrace
     }
+
+    /// The jitter model in force: ``jitterModel``, or ``JitterModel/ordered`` when the profile names none.
+    public var effectiveJitterModel: JitterModel { jitterModel ?? .ordered }
 
     /// No conditions at all.
     public static let unconditioned = LinkConditions()
 
     /// Whether these conditions change nothing a packet would notice: no rate, delay, jitter or slot,
-    /// and no loss, duplication, corruption or reordering with a probability above 0. A queue limit,
-    /// `ecn`, a distribution or a correlation alone are neutral.
+    /// and no loss, duplication, corruption or reordering with a probability above 0. A queue limit, a
+    /// queue, `ecn`, a distribution, a jitter model or a correlation alone are neutral.
     public var isNeutral: Bool {
-        rate == nil && trace == nil && delay == 0 && jitter == 0 && slot == nil && (loss?.dropsNothing ?? true)
+        rate == nil && trace == nil && delayTrace == nil && (lossTrace?.maximum ?? 0) == 0 && delay == 0 && jitter == 0 && slot == nil && (loss?.dropsNothing ?? true)
             && (duplicate?.probability ?? 0) == 0 && (corrupt?.probability ?? 0) == 0
             && (reorder?.probability ?? 0) == 0
     }
@@ -77,6 +97,18 @@ public enum DelayDistribution: String, Sendable, Equatable, CaseIterable {
     case pareto
     /// A mix of Pareto and normal.
     case paretonormal
+}
+
+/// How a direction's delay varies from one frame to the next (`"jitterModel"`).
+public enum JitterModel: String, Sendable, Equatable, CaseIterable {
+    /// The delay follows a smooth random process in time whose value at any instant has the profile's
+    /// distribution (mean `delay`, spread `jitter`): frames close together get close delays, so they stay in
+    /// order, and the measured mean and spread are the profile's at any packet rate. The jitter correlation
+    /// lengthens the process's correlation time. Only the userspace engine has it.
+    case ordered
+    /// netem's model: every packet draws its delay independently (with netem's correlation), and a packet
+    /// may leave before an earlier one whose delay was longer (netem reorders on jitter).
+    case netem
 }
 
 /// Which packets are dropped. All probabilities are fractions from 0 to 1.

@@ -1,7 +1,8 @@
 import Glibc
 import JSONDocument
 
-/// The catalog of named profiles: a directory of `NAME.json` files (`profiles/` in the source tree).
+/// The catalog of named profiles: a directory of `NAME.json` files (`profiles/` in the source tree), or the
+/// same files compiled into the library (``builtIn``), which a program linking it always has.
 ///
 /// ```swift
 /// let catalog = try ProfileCatalog.locate()
@@ -9,13 +10,27 @@ import JSONDocument
 /// let mine = try catalog.profile(named: "./slow-dns.json")  // a path works too
 /// ```
 public struct ProfileCatalog: Sendable {
-    /// The directory holding the profiles.
-    public let directory: String
+    /// The directory holding the profiles; nil for the catalog built into the library.
+    public let directory: String?
 
     /// The catalog in `directory`.
     public init(directory: String) {
         self.directory = directory
     }
+
+    private init(builtIn: Void) {
+        directory = nil
+    }
+
+    /// The shipped catalog as compiled into the library (`scripts/generate-catalogs` writes it from
+    /// `profiles/`): what ``locate(directory:)`` falls back on, so no folder is needed.
+    public static let builtIn = ProfileCatalog(builtIn: ())
+
+    /// Whether this is the catalog built into the library.
+    public var isBuiltIn: Bool { directory == nil }
+
+    /// Where the catalog is, for people: its directory, or `built into linkcond`.
+    public var origin: String { directory ?? "built into linkcond" }
 
     /// The environment variable that names the catalog directory.
     public static let environmentVariable = "LINKCOND_PROFILES"
@@ -24,9 +39,10 @@ public struct ProfileCatalog: Sendable {
     /// The file whose presence marks a `profiles/` folder as linkcond's catalog.
     public static let markerFile = "edge.json"
 
-    /// Finds the catalog directory, first match wins: `directory` if given; `$LINKCOND_PROFILES`; a
-    /// `profiles/` folder holding `edge.json` next to the running executable or in any folder above it
-    /// (so `.build/debug/linkcond` finds the source tree's catalog); ``systemDirectory``.
+    /// Finds the catalog, first match wins: `directory` if given; `$LINKCOND_PROFILES`; a `profiles/` folder
+    /// holding `edge.json` next to the running executable or in any folder above it (so
+    /// `.build/debug/linkcond` finds the source tree's catalog); ``systemDirectory``; else the catalog
+    /// built into the library (``builtIn``).
     public static func locate(directory: String? = nil) throws(ProfileError) -> ProfileCatalog {
         var environment: [String: String] = [:]
         if let value = getenv(environmentVariable) { environment[environmentVariable] = String(cString: value) }
@@ -61,13 +77,8 @@ public struct ProfileCatalog: Sendable {
                 folder = ProfileFiles.parent(of: folder)
             }
         }
-        looked.append(systemDirectory)
         if ProfileFiles.isDirectory(systemDirectory) { return ProfileCatalog(directory: systemDirectory) }
-        throw ProfileError(
-            .notFound, file: "profiles",
-            problem: "no profile catalog found (looked in \(looked.joined(separator: ", ")))",
-            expected: "a directory of profiles named by \(environmentVariable), a profiles/ folder beside linkcond, "
-                + "or \(systemDirectory)")
+        return .builtIn
     }
 
     /// Whether `reference` names a file rather than a catalog profile: it contains `/` or ends in `.json`.
@@ -82,14 +93,15 @@ public struct ProfileCatalog: Sendable {
         return try locate(directory: directory).profile(named: reference)
     }
 
-    /// The file of the catalog profile `name`.
-    public func path(of name: String) -> String {
-        directory + "/" + name + ".json"
+    /// The file of the catalog profile `name`; nil in the built-in catalog.
+    public func path(of name: String) -> String? {
+        directory.map { $0 + "/" + name + ".json" }
     }
 
     /// The names of the catalog's profiles (its `*.json` files without `.json`), sorted.
     public func names() throws(ProfileError) -> [String] {
-        try ProfileFiles.list(directory)
+        guard let directory else { return Self.builtInTexts.map(\.name).sorted() }
+        return try ProfileFiles.list(directory)
             .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
             .map { String($0.dropLast(5)) }
             .sorted()
@@ -115,17 +127,32 @@ public struct ProfileCatalog: Sendable {
                 problem += " (did you mean \(JSONWriter.quoted(suggestion))?)"
             }
             throw ProfileError(
-                .notFound, file: directory, problem: problem,
+                .notFound, file: origin, problem: problem,
                 expected: (names.isEmpty ? "a profile file in the catalog" : "one of " + names.joined(separator: ", "))
                     + ", or a path to a profile file (with a '/' or ending in .json)")
         }
         return try load(name)
     }
 
+    /// The text of the catalog profile `name` as its file holds it (nil for a name the catalog lacks).
+    public func text(of name: String) -> String? {
+        guard let file = path(of: name) else { return Self.builtInTexts.first { $0.name == name }.map { $0.text + "\n" } }
+        return (try? ProfileFiles.read(file)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// Loads `name`, whose profile must carry the same name.
     private func load(_ name: String) throws(ProfileError) -> Profile {
-        let file = path(of: name)
-        let profile = try ProfileParser.load(path: file)
+        let profile: Profile
+        let file = path(of: name) ?? "\(name) (\(origin))"
+        if path(of: name) != nil {
+            profile = try ProfileParser.load(path: file)
+        } else {
+            guard let text = text(of: name) else { throw ProfileError(.notFound, file: file, problem: "no such built-in profile") }
+            // Made from no file a reader could open: the profile has no source.
+            var parsed = try ProfileParser.parse(text: text, source: file)
+            parsed.source = nil
+            profile = parsed
+        }
         guard profile.name == name else {
             throw ProfileError(
                 .conflict, file: file, path: JSONPath.root.appending("name"), position: nil,

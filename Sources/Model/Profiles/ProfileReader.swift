@@ -104,12 +104,32 @@ struct ProfileReader {
         }
     }
 
-    /// A direction's delivery trace, read from the file the profile names (relative to its folder).
-    func trace(_ element: JSONElement) throws(DocumentError) -> DeliveryTrace {
-        let written = try element.string(expected: Self.traceExpectation)
+    /// The file a trace member names (`written`) and where it is: relative to the profile's folder.
+    func traceFile(_ element: JSONElement, expected: String) throws(DocumentError) -> (written: String, path: String) {
+        let written = try element.string(expected: expected)
         var folder = "."
         if let source, let slash = source.lastIndex(of: "/") { folder = String(source[..<slash]) }
-        let path = written.hasPrefix("/") ? written : "\(folder)/\(written)"
+        return (written, written.hasPrefix("/") ? written : "\(folder)/\(written)")
+    }
+
+    /// A direction's delay or loss trace, read from the file the profile names (relative to its folder).
+    func stepTrace(_ element: JSONElement, kind: StepTrace.Kind) throws(DocumentError) -> StepTrace {
+        let expected = "a \(kind.rawValue) trace file (lines \"MILLISECONDS \(kind == .delay ? "DELAY" : "LOSS")\"), relative to the profile's folder"
+        let (written, path) = try traceFile(element, expected: expected)
+        let bytes = try DocumentFile.read(path, maximumSize: Self.maximumTraceSize, expected: "a \(kind.rawValue) trace file")
+        do {
+            var trace = try StepTrace(parsing: String(decoding: bytes, as: UTF8.self), kind: kind, source: path)
+            trace.file = written
+            trace.path = path
+            return trace
+        } catch {
+            throw element.error(error.description, expected: expected, kind: .invalidValue)
+        }
+    }
+
+    /// A direction's delivery trace, read from the file the profile names (relative to its folder).
+    func trace(_ element: JSONElement) throws(DocumentError) -> DeliveryTrace {
+        let (written, path) = try traceFile(element, expected: Self.traceExpectation)
         if var known = knownTraces[path] {
             known.file = written
             return known
@@ -127,13 +147,18 @@ struct ProfileReader {
 
     func conditions(_ element: JSONElement) throws(DocumentError) -> LinkConditions {
         let fields = try element.fields(
-            ["rate", "delay", "jitter", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn", "trace"],
+            ["rate", "delay", "jitter", "jitterModel", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "queue", "ecn", "trace",
+                "delayTrace", "lossTrace"],
             expected: Self.conditionsExpectation)
         var conditions = LinkConditions()
         if let rate = fields["rate"] { conditions.rate = try self.rate(rate) }
         if let delay = fields["delay"] { conditions.delay = try time(delay) }
         if let jitter = fields["jitter"] {
             (conditions.jitter, conditions.delayCorrelation, conditions.distribution) = try self.jitter(jitter)
+        }
+        if let model = fields["jitterModel"] {
+            conditions.jitterModel = try model.choice(
+                JitterModel.self, noun: "a jitter model", typeExpected: "a jitter model as a string: \"ordered\" or \"netem\"")
         }
         conditions.loss = try fields["loss"].map(lossModel)
         conditions.duplicate = try fields["duplicate"].map(chance)
@@ -143,8 +168,11 @@ struct ProfileReader {
         if let queueLimit = fields["queueLimit"] {
             conditions.queueLimit = try count(queueLimit, expected: ProfileValidator.queueLimitExpectation)
         }
+        conditions.queue = try fields["queue"].map(queue)
         if let ecn = fields["ecn"] { conditions.ecn = try ecn.bool(expected: "true or false") }
         conditions.trace = try fields["trace"].map(trace)
+        conditions.delayTrace = try fields["delayTrace"].map { element throws(DocumentError) in try stepTrace(element, kind: .delay) }
+        conditions.lossTrace = try fields["lossTrace"].map { element throws(DocumentError) in try stepTrace(element, kind: .loss) }
         return conditions
     }
 

@@ -74,7 +74,7 @@ struct ProfileValidator {
                 expected: Quantity.rateRange)
         }
         try locator.checkTime(conditions.delay, at: base.appending("delay"))
-        try checkJitter(conditions, at: base.appending("jitter"))
+        try checkJitter(conditions, in: base)
         try checkLoss(conditions.loss, at: base.appending("loss"))
         if let duplicate = conditions.duplicate {
             try checkCorrelation(
@@ -84,7 +84,7 @@ struct ProfileValidator {
             try checkCorrelation(corrupt.correlation, probability: corrupt.probability, at: base.appending("corrupt"))
         }
         if let reorder = conditions.reorder {
-            try check(reorder, delay: conditions.delay, at: base.appending("reorder"))
+            try check(reorder, delay: max(conditions.delay, conditions.delayTrace.map { UInt64($0.maximum) } ?? 0), at: base.appending("reorder"))
         }
         if let slot = conditions.slot { try check(slot, at: base.appending("slot")) }
         if conditions.trace != nil {
@@ -94,18 +94,21 @@ struct ProfileValidator {
                     expected: "one of them: the trace's delivery opportunities are the link's rate and its bursts")
             }
         }
+        try checkStepTraces(conditions, at: base)
+        if let queue = conditions.queue { try check(queue: queue, of: conditions, at: base.appending("queue"), base: base) }
         if let queueLimit = conditions.queueLimit {
             try checkCount(
                 queueLimit, in: 1...UInt32.max, at: base.appending("queueLimit"), expected: Self.queueLimitExpectation)
         }
-        if conditions.ecn, conditions.loss?.dropsNothing ?? true {
+        if conditions.ecn, conditions.loss?.dropsNothing ?? true, (conditions.lossTrace?.maximum ?? 0) == 0 {
             throw locator.error(
                 .conflict, at: base.appending("ecn"), problem: "ecn without loss",
                 expected: "a \"loss\" above 0% in the same direction (netem marks the packets it would drop)")
         }
     }
 
-    func checkJitter(_ conditions: LinkConditions, at jitter: JSONPath) throws(DocumentError) {
+    func checkJitter(_ conditions: LinkConditions, in base: JSONPath) throws(DocumentError) {
+        let jitter = base.appending("jitter")
         try locator.checkTime(conditions.jitter, at: jitter.appending("amount"))
         try checkFraction(conditions.delayCorrelation, at: jitter.appending("correlation"))
         if conditions.delayCorrelation > 0, conditions.jitter == 0 {
@@ -113,10 +116,15 @@ struct ProfileValidator {
                 .conflict, at: jitter.appending("correlation"), problem: "a delay correlation without jitter",
                 expected: "a jitter \"amount\" above 0 (the correlation ties each packet's jitter to the previous one)")
         }
-        if conditions.distribution != nil, conditions.jitter == 0 || conditions.delay == 0 {
+        if conditions.jitterModel != nil, conditions.jitter == 0 {
+            throw locator.error(
+                .conflict, at: base.appending("jitterModel"), problem: "a jitter model without jitter",
+                expected: "a jitter \"amount\" above 0 in the same direction (the model says how the jitter varies)")
+        }
+        if conditions.distribution != nil, conditions.jitter == 0 || (conditions.delay == 0 && conditions.delayTrace == nil) {
             throw locator.error(
                 .conflict, at: jitter.appending("distribution"), problem: "a distribution needs a delay and a jitter",
-                expected: "a \"delay\" and a jitter \"amount\" above 0 (netem spreads the delay by the jitter)")
+                expected: "a \"delay\" (or a \"delayTrace\") and a jitter \"amount\" above 0 (netem spreads the delay by the jitter)")
         }
     }
 

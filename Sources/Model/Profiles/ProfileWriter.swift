@@ -52,6 +52,7 @@ enum ProfileWriter {
             }
             members.append(("jitter", .object(jitter)))
         }
+        if let model = conditions.jitterModel { members.append(("jitterModel", .string(model.rawValue))) }
         switch conditions.loss {
         case nil: break
         case .random(let probability, let correlation)?:
@@ -94,10 +95,43 @@ enum ProfileWriter {
         if let queueLimit = conditions.queueLimit {
             members.append(("queueLimit", .number(JSONNumber(Int(queueLimit)))))
         }
+        if let queue = conditions.queue { members.append(("queue", json(queue))) }
         if conditions.ecn { members.append(("ecn", .bool(true))) }
         if let trace = conditions.trace, let file = traces == .resolved ? trace.path ?? trace.file : trace.file {
             members.append(("trace", .string(file)))
         }
+        for (key, trace) in [("delayTrace", conditions.delayTrace), ("lossTrace", conditions.lossTrace)] {
+            if let trace, let file = traces == .resolved ? trace.path ?? trace.file : trace.file { members.append((key, .string(file))) }
+        }
+        return .object(members)
+    }
+
+    /// A queue in its shortest form: a DropTail queue as its limit alone, otherwise the discipline with the
+    /// parameters and limit that differ from its defaults.
+    static func json(_ queue: LinkQueue) -> JSONValue {
+        if queue.discipline == .dropTail { return .string(queue.limit.description) }
+        var members: [(key: String, value: JSONValue)] = [("discipline", .string(queue.discipline.name))]
+        let time = { (nanoseconds: UInt64) in JSONValue.string(Quantity.formatTime(nanoseconds)) }
+        switch queue.discipline {
+        case .dropTail, .dropHead: break
+        case .codel(let settings):
+            let defaults = CoDelSettings()
+            if settings.target != defaults.target { members.append(("target", time(settings.target))) }
+            if settings.interval != defaults.interval { members.append(("interval", time(settings.interval))) }
+        case .pie(let settings):
+            let defaults = PIESettings()
+            if settings.target != defaults.target { members.append(("target", time(settings.target))) }
+            if settings.updateInterval != defaults.updateInterval { members.append(("tupdate", time(settings.updateInterval))) }
+            if settings.alpha != defaults.alpha { members.append(("alpha", .number(JSONNumber(settings.alpha)))) }
+            if settings.beta != defaults.beta { members.append(("beta", .number(JSONNumber(settings.beta)))) }
+        case .red(let settings):
+            members.append(("min", .string(Quantity.formatSize(settings.minimum))))
+            members.append(("max", .string(Quantity.formatSize(settings.maximum))))
+            if settings.probability != REDSettings(minimum: 0, maximum: 0).probability { members.append(("probability", percent(settings.probability))) }
+            if settings.adaptive { members.append(("adaptive", .bool(true))) }
+            if let burst = settings.burst { members.append(("burst", .number(JSONNumber(Int(burst))))) }
+        }
+        if queue.limit != queue.discipline.defaultLimit { members.append(("limit", .string(queue.limit.description))) }
         return .object(members)
     }
 }

@@ -114,6 +114,43 @@ public enum Quantity {
         return Double(parts.number.shifted(by: -2))!
     }
 
+    /// A size in bytes: `"64KB"` is 64 000, `"64KiB"` 65 536. Units (case as written): `B`, `KB`, `MB`, `GB`
+    /// (decimal), `KiB`, `MiB`, `GiB` (binary). `kb`, `k` and bare numbers are refused (bits or bytes?).
+    public static func size(_ text: String) throws(QuantityError) -> UInt64 {
+        let parts = try split(text, expectation: sizeExpectation, noun: "size")
+        guard let multiplier = sizeUnits[parts.unit] else {
+            let suggestion = sizeUnits.keys.first { $0.lowercased() == parts.unit.lowercased() }
+            if parts.unit.isEmpty {
+                throw QuantityError(
+                    .invalid, problem: "\(quoted(text)) has no unit",
+                    expected: "\(quoted(parts.numberText + "B")) for bytes, or \(quoted(parts.numberText + " packets")) for packets")
+            }
+            throw unknownUnit(text, parts: parts, suggestion: suggestion, expected: sizeExpectation)
+        }
+        guard let bytes = parts.number.whole(times: multiplier), bytes <= UInt128(UInt64.max) else {
+            throw QuantityError(.invalid, problem: "\(quoted(text)) is not a whole number of bytes", expected: sizeExpectation)
+        }
+        return UInt64(bytes)
+    }
+
+    /// What a size looks like, for messages.
+    public static let sizeExpectation = "a size such as \"64KB\": a number followed by B, KB, MB, GB, KiB, MiB or GiB"
+
+    private static let sizeUnits: [String: UInt128] = [
+        "B": 1, "KB": 1000, "MB": 1_000_000, "GB": 1_000_000_000, "KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30,
+    ]
+
+    /// The shortest spelling of a size in the largest unit that keeps it whole: 64 000 → `"64KB"`,
+    /// 65 536 → `"64KiB"`.
+    public static func formatSize(_ bytes: UInt64) -> String {
+        for (unit, size) in [("GB", 1_000_000_000), ("GiB", 1 << 30), ("MB", 1_000_000), ("MiB", 1 << 20), ("KB", 1000), ("KiB", 1024)]
+            as [(String, UInt64)] where bytes != 0 && bytes % size == 0
+        {
+            return "\(bytes / size)\(unit)"
+        }
+        return "\(bytes)B"
+    }
+
     /// The shortest spelling of a rate in the largest unit that keeps it whole: 240 000 → `"240kbit"`.
     public static func formatRate(_ bitsPerSecond: UInt64) -> String {
         for (unit, size) in [("gbit", 1_000_000_000), ("mbit", 1_000_000), ("kbit", 1000)] as [(String, UInt64)]
@@ -247,6 +284,7 @@ public enum Quantity {
                 switch noun {
                 case "rate": "a rate of at least 8bit"
                 case "time": timeRange
+                case "size": "a size of at least 1B"
                 default: percentageRange
                 }
             if (try? split(positive, expectation: expectation, noun: noun)) != nil {

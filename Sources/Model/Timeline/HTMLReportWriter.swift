@@ -77,7 +77,7 @@ public enum HTMLReportWriter {
             out += "<p class=\"muted\">No change of conditions was recorded.</p>\n"
         } else {
             out += "<p class=\"explain\">For each change of conditions: the first state change of each lane after it (and before the next change), "
-            out += "or <em>did not react</em>; then how long until the path was <em>satisfied</em> and reachability <em>online</em> again.</p>\n"
+            out += "or <em>did not react</em> (in green where an expectation says the lane holds its state through that step); then how long until the path was <em>satisfied</em> and reachability <em>online</em> again.</p>\n"
             out += "<table class=\"metrics\">\n<thead><tr><th class=\"num\">#</th><th class=\"num\">At</th><th>Step</th><th>Conditions</th>"
             out += "<th>Path reacted</th><th>Reachability reacted</th><th>App reacted</th><th>Path recovery</th><th>Reachability recovery</th></tr></thead>\n<tbody>\n"
             for change in metrics.changes {
@@ -97,6 +97,8 @@ public enum HTMLReportWriter {
                         out += "<td>" + chip(h(state), palette.color(lane: lane, state: state)) + " after <b>\(Fmt.seconds(delay))</b></td>"
                     } else if lane == .app && !report.events.contains(where: { $0.lane == .app }) {
                         out += "<td class=\"muted\">no app observed</td>"
+                    } else if let intended = report.intendedStillness(of: lane, during: change.step) {
+                        out += "<td class=\"intended\">did not react <span class=\"small\">(as expected: \(h(intended.name)))</span></td>"
                     } else {
                         let before = reaction.before.map { " <span class=\"small\">(stayed \(h($0)))</span>" } ?? ""
                         out += "<td class=\"noreact\">did not react\(before)</td>"

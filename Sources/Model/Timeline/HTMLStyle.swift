@@ -69,6 +69,8 @@ extension HTMLReportWriter {
         tr.failrow td { background: #fff5f5; } tr.total td { border-top: 2px solid #ced4da; }
         .chip { display: inline-block; padding: 0 7px; border-radius: 3px; font-weight: 600; font-size: 12.5px; }
         .noreact { color: #9c4a00; font-weight: 600; } .noreact .small { color: #868e96; font-weight: 400; }
+        .intended { color: #2b8a3e; } .intended .small { color: #868e96; }
+        .chart .seam { fill: #fff; fill-opacity: 0.85; }
         .bad { color: #c92a2a; }
         .scope { color: #495057; }
         .muted { color: #868e96; } .small { font-size: 12px; }

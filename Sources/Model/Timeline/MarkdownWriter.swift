@@ -61,7 +61,13 @@ public enum MarkdownWriter {
             out += "|--:|--:|---|---|---|---|---|---|---|\n"
             for change in metrics.changes {
                 let conditions = (change.from.map { cell($0) + " → " } ?? "") + cell(change.to)
-                let reactions = TimelineMetrics.reactionLanes.map { lane in cell(change.reaction(lane)?.text ?? "—") }
+                let reactions = TimelineMetrics.reactionLanes.map { lane in
+                    guard let reaction = change.reaction(lane) else { return "—" }
+                    if !reaction.reacted, let intended = report.intendedStillness(of: lane, during: change.step) {
+                        return cell("did not react (as expected: \(intended.name))")
+                    }
+                    return cell(reaction.text)
+                }
                 let recoveries = [TimelineLane.path, .reachability].map { lane in cell(change.recovery(lane)?.text ?? "—") }
                 out += "| \(change.index) | \(Fmt.runTime(change.t)) | \(cell(change.step ?? "—")) | \(conditions) | "
                 out += (reactions + recoveries).joined(separator: " | ") + " |\n"

@@ -34,9 +34,20 @@ public struct ExpectationResult: Sendable, Codable, Equatable {
     public var measured: Double?
     /// The allowed time, for "within" rules (seconds).
     public var limit: Double?
+    /// When the verdict was settled, in seconds of run time: when the state was reached (or the window
+    /// ran out), when a held state was first left, or when the step it was held through ended. Reports mark
+    /// the expectation there. Nil when nothing settled it (its step did not run).
+    public var at: Double?
+    /// The step the rule is about, when it names one.
+    public var step: String?
+    /// True for a rule that a lane holds a state (nothing may change), false for one that it reaches one.
+    public var holds: Bool?
 
     /// A verdict; `measured` and `limit` only for "within" rules.
-    public init(name: String, rule: String, lane: TimelineLane, passed: Bool, evidence: String, measured: Double? = nil, limit: Double? = nil) {
+    public init(
+        name: String, rule: String, lane: TimelineLane, passed: Bool, evidence: String, measured: Double? = nil, limit: Double? = nil,
+        at: Double? = nil, step: String? = nil, holds: Bool? = nil
+    ) {
         self.name = name
         self.rule = rule
         self.lane = lane
@@ -44,6 +55,9 @@ public struct ExpectationResult: Sendable, Codable, Equatable {
         self.evidence = evidence
         self.measured = measured
         self.limit = limit
+        self.at = at
+        self.step = step
+        self.holds = holds
     }
 }
 
@@ -117,4 +131,14 @@ public struct RunReport: Sendable, Codable, Equatable {
 
     /// True when every expectation passed and nothing stopped the run.
     public var passed: Bool { expectations.allSatisfy(\.passed) && errors.isEmpty }
+}
+
+extension RunReport {
+    /// The passed expectation that `lane` holds its state during step `step`, if there is one: then the lane not
+    /// reacting to a change of conditions at that step is what was meant (the path monitor cannot see loss),
+    /// not a warning.
+    public func intendedStillness(of lane: TimelineLane, during step: String?) -> ExpectationResult? {
+        guard let step else { return nil }
+        return expectations.first { $0.holds == true && $0.passed && $0.lane == lane && $0.step == step }
+    }
 }

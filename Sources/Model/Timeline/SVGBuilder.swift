@@ -72,12 +72,20 @@ enum SVG {
         "<title>\(Markup.html(content))</title>"
     }
 
-    /// `text`, or a shortened `text…`, that fits `width`; nil when not even three characters fit.
+    /// `text`, or its first whole words and `…`, that fits `width`; nil when not even the first word and `…`
+    /// fit (the tooltip still has all of it). A word is never cut: `3g · 100-loss` becomes `3g…`, not `3g · 10…`.
     static func fit(_ text: String, width: Double) -> String? {
         let fits = Int(width / charWidth)
         if text.count <= fits { return text }
-        guard fits >= 4 else { return nil }
-        return String(text.prefix(fits - 1)) + "…"
+        var shown = ""
+        for word in text.split(separator: " ") {
+            let longer = shown.isEmpty ? String(word) : shown + " " + word
+            guard longer.count + 1 <= fits else { break }
+            shown = longer
+        }
+        // A separator is no place to stop: `satisfied ·…` reads as `satisfied…`.
+        while let last = shown.last, "·,;:(-–".contains(last) || last == " " { shown.removeLast() }
+        return shown.isEmpty ? nil : shown + "…"
     }
 }
 

@@ -27,7 +27,9 @@ extension TimelineChart {
                 if !found.isEmpty { scope = found }
                 if let links = found.linksText { label += " (\(links))" }
             }
-            if var last = result.last, last.state == state, last.scope == scope {
+            if lane == .path { label = Self.pathLabel(state, event) }
+            // A path that stays satisfied but moves to another interface, or becomes expensive, is a new segment.
+            if var last = result.last, last.state == state, last.scope == scope, lane != .path || last.label == label {
                 last.label = label
                 result[result.count - 1] = last
                 continue
@@ -36,6 +38,17 @@ extension TimelineChart {
             result.append(Segment(start: event.t, end: duration, state: state, label: label, scope: scope))
         }
         return result
+    }
+
+    /// What a path segment says: the status, the interfaces in use, and `expensive` when it is
+    /// (`satisfied · ww0 · expensive`), so a handover shows as a move to the other link.
+    static func pathLabel(_ state: String, _ event: TimelineEvent) -> String {
+        var label = state
+        let interfaces = (event.details["interfaces"]?.string ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        if !interfaces.isEmpty { label += " · " + interfaces.joined(separator: ", ") }
+        if event.details["expensive"]?.bool == true { label += " · expensive" }
+        return label
     }
 
     /// The states of one address family from the prober's per-family details, as segments.
@@ -126,9 +139,11 @@ extension TimelineChart {
         _ segments: [Segment], lane: TimelineLane, title: String, top: Double, height h: Double, into out: inout String, overlay: inout String
     ) -> [(Double, Double)] {
         var labelBoxes: [(Double, Double)] = []
+        var previousState: String?
         for (x0, x1, segment, merged) in drawnSegments(segments) {
             let width = Swift.max(1, x1 - x0)
             let color = palette.color(lane: lane, state: segment.state)
+            defer { previousState = segment.state }
             out += SVG.open("g")
             if merged.isEmpty {
                 let length = segment.end - segment.start
@@ -140,6 +155,10 @@ extension TimelineChart {
                     "\(title): \(merged.count) states between \(Fmt.runTime(segment.start)) s and \(Fmt.runTime(segment.end)) s, mostly \(segment.label)")
             }
             out += SVG.element("rect", ["x": x0, "y": top, "width": width, "height": h, "fill": color.fill])
+            if previousState == segment.state {
+                // Two segments of one colour (the path moved to another interface): a seam between them.
+                out += SVG.element("rect", ["class": "seam", "x": x0, "y": top, "width": 1.5, "height": h])
+            }
             if !merged.isEmpty {
                 out += SVG.element("rect", ["x": x0, "y": top, "width": width, "height": h, "fill": "url(#flap)"])
             } else if let label = SVG.fit(segment.label, width: width - 8) {

@@ -153,7 +153,8 @@ struct TimelineChart {
 
     // MARK: Expectations
 
-    /// Where each expectation of the report is marked (run time), when the timeline says.
+    /// Where each expectation of the report is marked (run time): when its verdict was settled (the result's
+    /// ``ExpectationResult/at``), else when the timeline recorded it.
     static func expectationTimes(_ report: RunReport, events: [TimelineEvent]) -> [UInt64?] {
         let judged = events.filter { $0.lane == .scenario && $0.kind == TimelineKind.expectation }
         var used = Set<Int>()
@@ -162,6 +163,7 @@ struct TimelineChart {
             return event.t
         }
         return report.expectations.enumerated().map { offset, expectation in
+            if let at = expectation.at, at >= 0, at.isFinite { return UInt64(at * 1e9) }
             if let index = judged.indices.first(where: { !used.contains($0) && judged[$0].details["name"]?.string == expectation.name })
                 ?? judged.indices.first(where: { !used.contains($0) && judged[$0].summary.contains(expectation.name) })
             {

@@ -11,36 +11,62 @@ import XCTest
 // The measurements behind ConditioningProfileTests (both backends), with the tolerances README.md states
 // ("Tolerances of the conditioning suite"); the same tolerances hold for the userspace engine.
 
-/// The two-sided 99.9% normal quantile: loss bounds hold 999 times in 1000 for a correct link.
+/// The two-sided 99.9% normal quantile: a band that holds 999 times in 1000 for a correct link.
 let z999 = 3.29
+
+/// The normal quantile the loss checks use: 99.9% for all of them together, not for each. One run makes
+/// about 16 of them (every direction of a profile with a loss between 0 and 100%, on both backends), so each
+/// is judged at 0.1%/16 two-sided, z = 4.0, with 1.5 times the packets the 99.9% band of one check needed,
+/// so the band is as narrow as before. (At 99.9% each, a correct link failed one run in about 60:
+/// EngineProfileTests.testProfileLossy measured 244 lost of 6000, 4.07% against 3.00% ± 0.94 — a draw the
+/// engine's loss model itself gives about once in 4000 runs of 6000 frames; its counters matched.)
+let lossZ = 4.0
 
 enum RoundTripTolerance {
     /// LinkMeasurement's probe: a 4-byte sequence number and 60 bytes of filler.
     static let payload = 64
     /// Answered probes wanted without jitter (the delay is fixed; five show that) and with jitter.
     static let probes = 5
-    static let jitteredProbes = 40
-    /// What TCG scheduling and timer latency (or, on the host, a busy machine waking the engine's threads) may
-    /// add to a round trip, on top of the unconditioned baseline: 15 ms. For the userspace backend
-    /// LINKCOND_ENGINE_NOISE_MS overrides it on a machine that schedules a process's threads late (a TCG guest:
-    /// scripts/vm-inside sets 60, having measured an Edge round trip through the engine 25.6 ms late there, its
-    /// departures 84 ms late at the median under the loss test's load; on the host they are 0.1 ms late).
-    static func noise(_ kind: BackendKind) -> Double {
-        guard kind == .userspace, let text = ProcessInfo.processInfo.environment["LINKCOND_ENGINE_NOISE_MS"], let value = Double(text),
-            value >= 15
-        else { return 0.015 }
-        return value / 1000
-    }
-    /// And a share of the delay (timer expiry in a TCG guest drifts a little with long timers).
+    static let jitteredProbes = 60
+    /// A share of the delay (timer expiry in a TCG guest drifts a little with long timers).
     static let relativeNoise = 0.01
     /// Neither backend sends early (netem's time_to_send, the engine's departure times); 1 ms covers the
-    /// clocks' granularity.
+    /// clocks' granularity, both ways.
     static let early = 0.001
 }
 
+/// What a busy machine adds to a conditioned round trip beyond the profile and the unconditioned baseline,
+/// measured with the probes themselves: each of the round trip's two timed hops (the uplink's and the
+/// downlink's delay timer) may fire as late as timers fired meanwhile (the 99th percentile of
+/// ``TimerLatenessControl``, and for the engine of its own departure-lateness histogram, whichever is
+/// larger), and the untimed path may vary as the baseline just measured did (its 90th percentile over its
+/// median). On a quiet host this comes to a few milliseconds; with other tests beside it, or in a TCG guest,
+/// it grows with what the controls measured, and only with that.
+///
+/// An engine whose departures are late as a rule would pass here (its lateness is the control); that is
+/// EngineFidelityTests' to catch (departures within 2 ms at the median, run with nothing beside them).
+struct RoundTripAllowance {
+    var seconds: Double
+    var text: String
+
+    init(_ measured: MeasuredSandbox, _ baseline: MeasuredBaseline, timers: Samples) throws {
+        var hops = 2 * timers.quantile(0.99)
+        var parts = ["timers p99 2 × \(MeasureFormat.ms(timers.quantile(0.99)))"]
+        if measured.kind == .userspace {
+            let witness = try EngineWitness.show(measured.engineSocket)
+            let engine = Double((witness.uplink.latenessP99 ?? 0) + (witness.downlink.latenessP99 ?? 0)) / 1e9
+            parts.append("engine p99 up + down \(MeasureFormat.ms(engine))")
+            hops = max(hops, engine)
+        }
+        parts.append("baseline spread \(MeasureFormat.ms(baseline.spread))")
+        seconds = hops + baseline.spread + RoundTripTolerance.early
+        text = parts.joined(separator: ", ")
+    }
+}
+
 enum LossTolerance {
-    /// Bytes after the 4-byte sequence number LinkMeasurement writes: none (46 bytes on the wire).
-    static let payload = 4
+    /// NumberedDatagrams' sequence number and send time, nothing else (54 bytes on the wire).
+    static let payload = 12
     /// Paced at 80% of the link rate, so no queue builds and nothing is tail-dropped.
     static let rateShare = 0.8
     /// At most this share of the queue limit is in flight (waiting out the delay) at any time: netem counts
@@ -53,7 +79,7 @@ enum LossTolerance {
     static let lossFreeCount = 500
     static let totalLossCount = 100
     static let minimumCount = 1000
-    static let maximumCount = 6000
+    static let maximumCount = 9000
 }
 
 enum ThroughputTolerance {
@@ -67,20 +93,27 @@ enum ThroughputTolerance {
     static let paceFactor = 1.1
     static let upperFactor = 1.05
     static let lowerFactor = 0.9
-    /// The lower bound is checked only when the unconditioned path carries at least this multiple of the rate:
-    /// 2 on real hardware; LINKCOND_THROUGHPUT_HEADROOM overrides it for a machine that cannot pace a
-    /// conditioned link as fast as it carries a bare one (a TCG guest, where every timer and copy is emulated:
-    /// scripts/vm-inside sets 10, having measured netem's 100 mbit at 0.65–0.81 × rate over a 228 mbit path,
-    /// the engine's 50 mbit at 0.76–0.82 × over 126 mbit and its 33 mbit at 0.68–0.76 × over 241 mbit there,
-    /// while the host meets 0.9 × for both).
-    static let headroom: Double = {
-        guard let text = ProcessInfo.processInfo.environment["LINKCOND_THROUGHPUT_HEADROOM"], let value = Double(text), value >= 1 else {
-            return 2.0
-        }
-        return value
-    }()
+    /// The rates are taken between the arrivals at these shares of the stream, so a stall at its start or
+    /// end (the sender's first wake-up, the last frames' departure) does not decide them.
+    static let trim = 0.05
     /// Both directions are measured at once when together they need no more than this (bits per second).
     static let parallelLimit = 10e6
+}
+
+/// Datagrams one direction's loss check counted: lost of those the backend read.
+struct LossCount: Sendable {
+    var lost: Int
+    var read: Int
+    var fraction: Double { read <= 0 ? 1 : Double(lost) / Double(read) }
+}
+
+/// What ``ConditioningTestCase/measureProfile(_:kind:file:line:)`` measured, for comparing backends.
+struct ProfileMeasurement: Sendable {
+    var kind: BackendKind
+    var baseline: MeasuredBaseline
+    /// Nil where no probe came back (100% loss) or the spread is not predicted.
+    var roundTripMedian: Double?
+    var loss: [LinkMeasurement.Direction: LossCount]
 }
 
 struct LossPlan: Sendable {
@@ -118,12 +151,12 @@ struct LossPlan: Sendable {
             count = LossTolerance.lossFreeCount
             bound = 0
         case let p?:
-            // Enough packets that the 99.9% bound is within ±20% of the loss (at least ±0.5 points).
+            // Enough packets that the bound is within ±20% of the loss (at least ±0.5 points).
             let variance = p * (1 - p) * model.lossVarianceInflation
             let halfWidth = max(0.2 * p, 0.005)
-            let wanted = (z999 * z999 * variance / (halfWidth * halfWidth)).rounded(.up)
+            let wanted = (lossZ * lossZ * variance / (halfWidth * halfWidth)).rounded(.up)
             count = Int(min(Double(LossTolerance.maximumCount), max(Double(LossTolerance.minimumCount), wanted)))
-            bound = z999 * (variance / Double(count)).squareRoot()
+            bound = lossZ * (variance / Double(count)).squareRoot()
         }
     }
 }
@@ -131,6 +164,8 @@ struct LossPlan: Sendable {
 struct ThroughputPlan: Sendable {
     var direction: LinkMeasurement.Direction
     var rate: Double
+    /// The share the profile loses before the rate applies (the sender makes up for it, up to half).
+    var loss: Double
     var count: Int
     var interval: Double
     var drain: Double
@@ -141,7 +176,7 @@ struct ThroughputPlan: Sendable {
         direction = model.direction
         self.rate = rate
         let bits = Double(wireBytes(payload: ThroughputTolerance.payload) * 8)
-        let loss = min(model.expectedLoss ?? 0, 0.5)
+        loss = min(model.expectedLoss ?? 0, 0.5)
         // What is lost never reaches the queue: send that much more to keep the link busy.
         interval = bits / (rate * ThroughputTolerance.paceFactor / (1 - loss))
         let inFlight = rate / bits * (model.delay + 3 * model.jitter)
@@ -281,7 +316,8 @@ extension ConditioningTestCase {
     // MARK: round trips
 
     /// Measures round trips and compares them with the profile: the delays of both directions plus the probe's
-    /// serialization at each rate, on top of the unconditioned baseline. Returns the median (nil: no answers).
+    /// serialization at each rate, on top of the unconditioned baseline, with the allowance the controls
+    /// measured beside the probes (``RoundTripAllowance``). Returns the median (nil: no answers).
     @discardableResult
     func checkRoundTrips(
         _ profile: Profile, _ measured: MeasuredSandbox, _ baseline: MeasuredBaseline, _ table: MeasurementTable, step: String = "",
@@ -310,52 +346,71 @@ extension ConditioningTestCase {
         let correlatedSigma: Double? = narrowed.contains { $0 == nil } ? nil : narrowed.reduce(0) { $0 + $1! * $1! }.squareRoot()
         let wanted = jittered ? RoundTripTolerance.jitteredProbes : RoundTripTolerance.probes
         let timeout = floor + 6 * (up.jitter + down.jitter) + 0.5
-        var samples: [Double] = []
-        var sent = 0
-        while samples.count < wanted && sent < 3 * wanted {
-            let batch = try measurement.roundTrips(count: wanted - samples.count, timeout: timeout)
-            samples += batch.samples
-            sent += batch.sent
+        let ((samples, sent), timers) = try TimerLatenessControl.during { () throws -> ([Double], Int) in
+            var samples: [Double] = []
+            var sent = 0
+            while samples.count < wanted && sent < 3 * wanted {
+                let batch = try measurement.roundTrips(count: wanted - samples.count, timeout: timeout)
+                samples += batch.samples
+                sent += batch.sent
+            }
+            return (samples, sent)
         }
         guard samples.count >= 3 else {
             table.check(false, name, "both", expected: MeasureFormat.ms(expected), measured: "\(samples.count)/\(sent) answered", "too few answers",
                         file: file, line: line)
             return nil
         }
+        let allowance = try RoundTripAllowance(measured, baseline, timers: timers)
+        let late = allowance.seconds + RoundTripTolerance.relativeNoise * floor
         let sorted = samples.sorted()
         let median = sorted[sorted.count / 2]
         let mean = samples.reduce(0, +) / Double(samples.count)
         let deviation = (samples.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(samples.count - 1)).squareRoot()
         let answered = "\(samples.count)/\(sent)"
         if !jittered {
-            let noise = RoundTripTolerance.noise(measured.kind) + RoundTripTolerance.relativeNoise * floor
-            let upper = expected + noise
+            // Catches a delay that is not applied, applied twice or in the wrong unit, and serialization
+            // at the wrong rate: early is impossible on any machine, and late is bounded by what the
+            // machine's timers did meanwhile.
+            let upper = expected + late
             table.check(
                 sorted[0] >= floor - RoundTripTolerance.early && median <= upper, name, "both",
-                expected: "\(MeasureFormat.ms(expected)) (-\(MeasureFormat.ms(expected - floor + RoundTripTolerance.early)) +\(MeasureFormat.ms(noise)))",
+                expected: "\(MeasureFormat.ms(expected)) (-\(MeasureFormat.ms(expected - floor + RoundTripTolerance.early)) +\(MeasureFormat.ms(late)))",
                 measured: "median \(MeasureFormat.ms(median)), min \(MeasureFormat.ms(sorted[0])) (\(answered))",
-                "a fixed delay: no probe may come back before \(MeasureFormat.ms(floor)), the median no later than \(MeasureFormat.ms(upper))",
+                "a fixed delay: no probe may come back before \(MeasureFormat.ms(floor)), the median no later than \(MeasureFormat.ms(upper)) "
+                    + "(allowance: \(allowance.text))",
                 file: file, line: line)
         } else if let sigma, let correlatedSigma {
-            // The median of n samples has a standard error of about 1.2533 σ/√n; the machine may add its noise
-            // on top. The band takes σ without the correlation: for the engine, wider than its narrowed σ, which
-            // more than covers what its correlated successive draws add to the median's error (√((1+r)/(1−r))
-            // for their lag-one correlation r: about 1.33 for the catalog's 25%, where σ without the correlation
-            // is 1.5 times the narrowed one); netem's draws are hardly correlated.
+            // The median of n samples has a standard error of about 1.2533 σ/√n; the machine may add what the
+            // controls measured on top. The band takes σ without the correlation: for the engine, wider than
+            // its narrowed σ, which more than covers what its correlated successive draws add to the median's
+            // error (√((1+r)/(1−r)) for their lag-one correlation r: about 1.33 for the catalog's 25%, where σ
+            // without the correlation is 1.5 times the narrowed one); netem's draws are hardly correlated.
             let spread = z999 * 1.2533 * sigma / Double(samples.count).squareRoot()
             let lower = expected - spread - RoundTripTolerance.early
-            let upper = expected + spread + RoundTripTolerance.noise(measured.kind) + RoundTripTolerance.relativeNoise * floor
+            let upper = expected + spread + late
             table.check(
                 median >= lower && median <= upper, name, "both",
                 expected: "\(MeasureFormat.ms(expected)) (-\(MeasureFormat.ms(expected - lower)) +\(MeasureFormat.ms(upper - expected)))",
-                measured: "median \(MeasureFormat.ms(median)) (\(answered))", "the median is outside the 99.9% band", file: file, line: line)
+                measured: "median \(MeasureFormat.ms(median)) (\(answered))",
+                "the median is outside the 99.9% band (allowance for the machine: \(allowance.text))", file: file, line: line)
+            // The spread, as the distance between the 10th and 90th percentiles (a robust statistic: a stall of
+            // the machine that holds up a few probes moves it hardly at all, where it moved σ from 18 to 34 ms
+            // once, with the VM tier running beside), against the same distance of the model's draws. Of 60
+            // probes the sample distance has a standard error of about 12% of it, 15% with the engine's
+            // correlated draws: ×0.5…×1.5 is its 99.9% band, and catches jitter that is not applied or applied
+            // in the wrong unit or twice.
             let narrowedByCorrelation = correlatedSigma < sigma
-            table.check(
-                deviation >= 0.5 * correlatedSigma && deviation <= 1.6 * correlatedSigma, (step.isEmpty ? "" : step + " ") + "jitter", "both",
-                expected: "σ \(MeasureFormat.ms(correlatedSigma)) (×0.5…×1.6)"
-                    + (narrowedByCorrelation ? " (σ \(MeasureFormat.ms(sigma)) narrowed by the correlation)" : ""),
-                measured: "σ \(MeasureFormat.ms(deviation))",
-                "the spread of the round trips does not match the profile's jitter", file: file, line: line)
+            if let model = CorrelatedQuantiles.interDecileRange([up, down], kind: measured.kind) {
+                let spreadMeasured = Samples(samples)
+                let range = spreadMeasured.quantile(0.9) - spreadMeasured.quantile(0.1)
+                table.check(
+                    range >= 0.5 * model && range <= 1.5 * model, (step.isEmpty ? "" : step + " ") + "jitter", "both",
+                    expected: "p90 − p10 \(MeasureFormat.ms(model)) (×0.5…×1.5)"
+                        + (narrowedByCorrelation ? " (narrowed by the correlation)" : ""),
+                    measured: "p90 − p10 \(MeasureFormat.ms(range)) (σ \(MeasureFormat.ms(deviation)))",
+                    "the spread of the round trips does not match the profile's jitter", file: file, line: line)
+            }
         } else {
             table.add(name, "both", expected: "≥ \(MeasureFormat.ms(floor - up.jitter - down.jitter)) (pareto: not predicted)",
                       measured: "median \(MeasureFormat.ms(median)) (\(answered))", verdict: "info")
@@ -365,23 +420,43 @@ extension ConditioningTestCase {
 
     // MARK: loss
 
+    /// What one loss stream sent and what arrived (each datagram counted once, by its number).
+    struct StreamCount {
+        var sent: Int
+        var received: Int
+    }
+
+    /// Sends `plan.count` numbered datagrams `plan.direction`-wise at the plan's pace, never faster (a sender
+    /// that stalled lets its schedule slip rather than burst: a burst would fill the backend's queue, and
+    /// its tail drops are not the loss being measured), and counts what arrives.
+    static func lossStream(_ plan: LossPlan, _ topology: SandboxTopology) throws -> StreamCount {
+        let client = try NamedNamespace(existing: topology.clientNamespace)
+        let server = try NamedNamespace(existing: topology.serverNamespace)
+        let clientAddress = SandboxPlan.wifiSubnet.peerIPv4.address
+        let (from, fromAddress, to, toAddress) = plan.direction == .uplink
+            ? (client, clientAddress, server, SandboxPlan.serverIPv4) : (server, SandboxPlan.serverIPv4, client, clientAddress)
+        var stream = NumberedDatagrams(count: plan.count, payload: LossTolerance.payload, interval: plan.interval)
+        stream.catchUp = false
+        let outcome = try stream.run(from: from, fromAddress, to: to, toAddress, drain: plan.drain)
+        return StreamCount(sent: outcome.sent, received: Set(outcome.arrivals.map(\.sequence)).count)
+    }
+
     /// Sends a paced stream each way at once and compares the share that does not arrive with the profile.
     /// Datagrams the receiving socket dropped for want of buffer space (the reader falling behind) are
     /// counted apart: they crossed the link.
+    @discardableResult
     func checkLoss(
         _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, file: StaticString = #filePath, line: UInt = #line
-    ) throws {
-        let measurement = measured.measurement
+    ) throws -> [LinkMeasurement.Direction: LossCount] {
+        var counts: [LinkMeasurement.Direction: LossCount] = [:]
         let plans = [LossPlan(DirectionModel(.uplink, of: profile)), LossPlan(DirectionModel(.downlink, of: profile))]
         let receivers = [
             try NamedNamespace(existing: measured.topology.serverNamespace), try NamedNamespace(existing: measured.topology.clientNamespace),
         ]
         let before = try receivers.map(UDPCounters.read)
         let engineBefore = measured.kind == .userspace ? try EngineWitness.show(measured.engineSocket) : nil
-        let upPlan = plans[0]
-        let (up, down) = try inParallel(
-            { try measurement.deliver(.uplink, count: upPlan.count, payload: LossTolerance.payload, interval: upPlan.interval, drain: upPlan.drain) },
-            { try measurement.deliver(.downlink, count: plans[1].count, payload: LossTolerance.payload, interval: plans[1].interval, drain: plans[1].drain) })
+        let (upPlan, topology) = (plans[0], measured.topology)
+        let (up, down) = try inParallel({ try Self.lossStream(upPlan, topology) }, { try Self.lossStream(plans[1], topology) })
         let after = try receivers.map(UDPCounters.read)
         let engineAfter = measured.kind == .userspace ? try EngineWitness.show(measured.engineSocket) : nil
         for (index, delivery) in [up, down].enumerated() {
@@ -389,20 +464,21 @@ extension ConditioningTestCase {
             let direction = plan.direction.rawValue
             let socketDrops = after[index].receiveBufferErrors - before[index].receiveBufferErrors
             // Frames the kernel dropped before the engine read them: the engine fell behind (counted, never
-            // silent). The model's loss is judged on the frames it read; on a machine that must keep up
-            // (everywhere but a TCG guest, where LINKCOND_ALLOW_RECEIVE_OVERRUNS=1) there may be none.
+            // silent). Its ring holds a second of this stream (2048 frames at 2000 a second at most), so
+            // none may be dropped: only an engine that reads far too slowly, or a thread that stalls for a
+            // second, overruns it. The model's loss is judged on the frames it read.
             var overruns = 0
             if let engineBefore, let engineAfter {
                 overruns = engineAfter.direction(plan.direction).receiveOverruns - engineBefore.direction(plan.direction).receiveOverruns
-                let allowed = ProcessInfo.processInfo.environment["LINKCOND_ALLOW_RECEIVE_OVERRUNS"] == "1"
                 table.check(
-                    overruns >= 0 && (allowed || overruns == 0), "overruns", direction, expected: allowed ? "counted (allowed here)" : "0",
+                    overruns == 0, "overruns", direction, expected: "0",
                     measured: "\(overruns) frames dropped before the engine read them", "the engine fell behind the sender",
                     file: file, line: line)
                 overruns = max(0, overruns)
             }
             let read = delivery.sent - overruns
             let lost = delivery.sent - delivery.received - socketDrops - overruns
+            counts[plan.direction] = LossCount(lost: lost, read: read)
             let fraction = read <= 0 ? 1 : Double(lost) / Double(read)
             var measuredText = "\(MeasureFormat.percent(fraction)) (\(lost)/\(read) lost"
             measuredText += socketDrops > 0 ? ", \(socketDrops) socket drops" : ""
@@ -456,17 +532,68 @@ extension ConditioningTestCase {
                 }
             }
         }
+        return counts
     }
 
     // MARK: throughput
 
+    /// One paced run of full-size numbered datagrams (``NumberedDatagrams``: the sender's send times in the
+    /// datagrams, the kernel's receive stamps at the far end, so no reader's scheduling is in either), with
+    /// the receiver's socket drops.
+    struct ThroughputRun {
+        var sent: Int
+        var received: Int
+        /// Bits per second the link delivered, and the sender offered, over the same datagrams: those that
+        /// arrived between the shares ``ThroughputTolerance/trim`` and 1 − trim of the stream (nil below 20).
+        var delivered: Double?
+        var offered: Double?
+        var span: Double
+        var socketDrops: Int
+
+        var text: String {
+            guard let delivered, let offered else { return "\(received)/\(sent) arrived" }
+            return "\(MeasureFormat.rate(delivered)) of \(MeasureFormat.rate(offered)) offered (\(received)/\(sent), "
+                + String(format: "%.2f s", span) + (socketDrops > 0 ? ", \(socketDrops) socket drops)" : ")")
+        }
+    }
+
+    static func throughputRun(_ plan: ThroughputPlan, _ topology: SandboxTopology) throws -> ThroughputRun {
+        let client = try NamedNamespace(existing: topology.clientNamespace)
+        let server = try NamedNamespace(existing: topology.serverNamespace)
+        let clientAddress = SandboxPlan.wifiSubnet.peerIPv4.address
+        let (from, fromAddress, to, toAddress) = plan.direction == .uplink
+            ? (client, clientAddress, server, SandboxPlan.serverIPv4) : (server, SandboxPlan.serverIPv4, client, clientAddress)
+        let before = try UDPCounters.read(to)
+        var stream = NumberedDatagrams(count: plan.count, payload: ThroughputTolerance.payload, interval: plan.interval)
+        stream.receiveBuffer = 64 << 20
+        let outcome = try stream.run(from: from, fromAddress, to: to, toAddress, drain: plan.drain)
+        let socketDrops = try UDPCounters.read(to).receiveBufferErrors - before.receiveBufferErrors
+        let arrivals = outcome.arrivals.sorted { $0.received < $1.received }
+        var run = ThroughputRun(sent: outcome.sent, received: arrivals.count, span: 0, socketDrops: socketDrops)
+        guard arrivals.count >= 20 else { return run }
+        let first = arrivals[Int(ThroughputTolerance.trim * Double(arrivals.count))]
+        let last = arrivals[Int((1 - ThroughputTolerance.trim) * Double(arrivals.count))]
+        let bits = Double(wireBytes(payload: ThroughputTolerance.payload) * 8)
+        let arrived = Double(arrivals.filter { $0.received > first.received && $0.received <= last.received }.count)
+        run.span = Double(last.received - first.received) / 1e9
+        run.delivered = run.span > 0 ? arrived * bits / run.span : nil
+        // What the sender put on the wire meanwhile: the datagrams numbered from the first to the last, lost
+        // ones included, over the time between sending those two.
+        let sending = Double(last.sent - first.sent) / 1e9
+        run.offered = sending > 0 ? Double(last.sequence - first.sequence) * bits / sending : nil
+        return run
+    }
+
     /// Sends full-size datagrams slightly faster than the rate for about 2.5 s of link time and compares the
-    /// receiver's wire bit rate with the profile's: never above 1.05 × rate; at least 0.9 × rate where the
-    /// unconditioned path (the VM's, or the host's through the engine) carries twice the rate — on the better
-    /// of two runs when the first falls short (a stall of the measuring machine only ever slows a run down).
+    /// rate that arrived with the profile's: never above 1.05 × rate (a link that is faster than its rate);
+    /// at least 0.9 × what the link had to carry (a link that is slower than its rate), which is the rate
+    /// itself, or less where the sender offered less after the profile's loss: the sender's pace is the
+    /// control, measured in the same run (a busy machine or a TCG guest paces a sender late, and then no
+    /// link can deliver the rate). A run that falls short is run once more and the better run judged (a
+    /// stall only ever slows a run down); the upper bound holds for every run. Not judged where the
+    /// receiver's socket dropped datagrams (the reader, not the link, fell behind).
     func checkThroughput(
-        _ profile: Profile, _ measured: MeasuredSandbox, _ baseline: MeasuredBaseline, _ table: MeasurementTable,
-        file: StaticString = #filePath, line: UInt = #line
+        _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, file: StaticString = #filePath, line: UInt = #line
     ) throws {
         let models = [DirectionModel(.uplink, of: profile), DirectionModel(.downlink, of: profile)]
         let plans: [ThroughputPlan?] = models.map { ThroughputPlan($0) }
@@ -476,70 +603,54 @@ extension ConditioningTestCase {
         }
         let active = plans.compactMap { $0 }
         guard !active.isEmpty else { return }
-        let measurement = measured.measurement
-        let receivers = try active.map { plan in
-            try NamedNamespace(existing: plan.direction == .uplink ? measured.topology.serverNamespace : measured.topology.clientNamespace)
-        }
-        let before = try receivers.map(UDPCounters.read)
-        func run(_ plan: ThroughputPlan) throws -> LinkMeasurement.Delivery {
-            try measurement.deliver(plan.direction, count: plan.count, payload: ThroughputTolerance.payload, interval: plan.interval, drain: plan.drain)
-        }
-        var deliveries: [LinkMeasurement.Delivery]
+        var runs: [ThroughputRun]
         if active.count == 2 && active.reduce(0, { $0 + $1.rate }) <= ThroughputTolerance.parallelLimit {
             let first = active[0]
-            let (a, b) = try inParallel({ try measurement.deliver(first.direction, count: first.count, payload: ThroughputTolerance.payload, interval: first.interval, drain: first.drain) },
-                                        { try run(active[1]) })
-            deliveries = [a, b]
+            let topology = measured.topology
+            let (a, b) = try inParallel({ try Self.throughputRun(first, topology) }, { try Self.throughputRun(active[1], topology) })
+            runs = [a, b]
         } else {
-            deliveries = try active.map(run)
+            runs = try active.map { try Self.throughputRun($0, measured.topology) }
         }
-        let after = try receivers.map(UDPCounters.read)
         for (index, plan) in active.enumerated() {
-            let socketDrops = after[index].receiveBufferErrors - before[index].receiveBufferErrors
             let direction = plan.direction.rawValue
-            let capacity = baseline.throughput[plan.direction] ?? 0
             let upper = ThroughputTolerance.upperFactor * plan.rate
-            let lower = ThroughputTolerance.lowerFactor * plan.rate
-            /// Checks the upper bound on one delivery; returns its rate (nil: too few packets).
-            func checkUpper(_ delivery: LinkMeasurement.Delivery, _ socketDrops: Int, _ label: String) -> Double? {
-                guard let measuredRate = delivery.wireBitsPerSecond else {
-                    table.check(false, label, direction, expected: MeasureFormat.rate(plan.rate), measured: "\(delivery.received) received",
+            /// Checks the upper bound on one run; returns whether it had enough arrivals to judge.
+            func checkUpper(_ run: ThroughputRun, _ label: String) -> Bool {
+                guard let delivered = run.delivered, run.offered != nil else {
+                    table.check(false, label, direction, expected: MeasureFormat.rate(plan.rate), measured: run.text,
                                 "too few packets arrived to measure a rate", file: file, line: line)
-                    return nil
+                    return false
                 }
-                var text = "\(MeasureFormat.rate(measuredRate)) (\(delivery.received)/\(delivery.sent), \(String(format: "%.2f", delivery.receiveSpan)) s"
-                text += socketDrops > 0 ? ", \(socketDrops) socket drops)" : ")"
                 table.check(
-                    measuredRate <= upper, label, direction, expected: "≤ \(MeasureFormat.rate(upper)) (rate \(MeasureFormat.rate(plan.rate)))",
-                    measured: text, "faster than the profile's rate", file: file, line: line)
-                return measuredRate
+                    delivered <= upper, label, direction, expected: "≤ \(MeasureFormat.rate(upper)) (rate \(MeasureFormat.rate(plan.rate)))",
+                    measured: run.text, "faster than the profile's rate", file: file, line: line)
+                return true
             }
-            guard var measuredRate = checkUpper(deliveries[index], socketDrops, "throughput") else { continue }
-            guard capacity >= ThroughputTolerance.headroom * plan.rate && socketDrops == 0 else {
-                let reason = socketDrops > 0 && capacity >= ThroughputTolerance.headroom * plan.rate
-                    ? "the reader fell behind (\(socketDrops) socket drops)" : "the path carries \(MeasureFormat.rate(capacity))"
-                table.add("throughput", direction, expected: "≥ 0.9 × rate: not checked", measured: reason, verdict: "note")
-                print("\(MeasurementTable.prefix) note: [\(measured.kind.rawValue)] \(profile.name) \(direction): lower throughput bound not checked: \(reason) "
-                    + "(the bound needs \(ThroughputTolerance.headroom) × the profile's \(MeasureFormat.rate(plan.rate)) unconditioned, and a reader that keeps up)")
+            /// What the link had to carry in `run`: the rate, or what the sender offered after the loss.
+            func carried(_ run: ThroughputRun) -> Double { min(plan.rate, (run.offered ?? 0) * (1 - plan.loss)) }
+            var run = runs[index]
+            guard checkUpper(run, "throughput") else { continue }
+            guard run.socketDrops == 0 else {
+                table.add("throughput", direction, expected: "≥ 0.9 × what it carried: not judged",
+                          measured: "the reader fell behind (\(run.socketDrops) socket drops)", verdict: "note")
                 continue
             }
-            var runs = MeasureFormat.rate(measuredRate)
-            if measuredRate < lower {
-                // A machine that stalls the sender or the reader for a moment (other work on a shared host, a TCG
-                // guest) can only make a measurement slower, never faster: measure this direction once more,
-                // alone, and judge the lower bound on the better run. The upper bound holds for every run.
-                let receiver = receivers[index]
-                let beforeRetry = try UDPCounters.read(receiver)
-                let retry = try run(plan)
-                let retryDrops = try UDPCounters.read(receiver).receiveBufferErrors - beforeRetry.receiveBufferErrors
-                if let retried = checkUpper(retry, retryDrops, "throughput 2"), retryDrops == 0 {
-                    measuredRate = max(measuredRate, retried)
-                    runs += ", then \(MeasureFormat.rate(retried))"
+            var text = run.text
+            if run.delivered! < ThroughputTolerance.lowerFactor * carried(run) {
+                let retry = try Self.throughputRun(plan, measured.topology)
+                if checkUpper(retry, "throughput 2"), retry.socketDrops == 0 {
+                    text += "; then \(retry.text)"
+                    if retry.delivered! / carried(retry) > run.delivered! / carried(run) { run = retry }
                 }
             }
+            let lower = ThroughputTolerance.lowerFactor * carried(run)
+            let limitedBySender = carried(run) < plan.rate
             table.check(
-                measuredRate >= lower, "throughput", direction, expected: "≥ \(MeasureFormat.rate(lower))", measured: runs,
-                "slower than the profile's rate although the path carries \(MeasureFormat.rate(capacity)) unconditioned", file: file, line: line)
+                run.delivered! >= lower, "throughput", direction,
+                expected: "≥ \(MeasureFormat.rate(lower)) (0.9 × " + (limitedBySender ? "the offered rate after loss)" : "rate)"),
+                measured: text,
+                "slower than the profile's rate" + (limitedBySender ? ", or than what the sender offered" : ""), file: file, line: line)
         }
     }
 
@@ -549,9 +660,13 @@ extension ConditioningTestCase {
         try measureProfile(try catalog().profile(named: name), file: file, line: line)
     }
 
-    /// ``measureProfile(named:file:line:)`` for a profile made in code.
-    func measureProfile(_ profile: Profile, file: StaticString = #filePath, line: UInt = #line) throws {
-        let measured = try makeMeasuredSandbox()
+    /// ``measureProfile(named:file:line:)`` for a profile made in code, on this class's backend or `kind`;
+    /// returns the numbers a comparison of backends needs.
+    @discardableResult
+    func measureProfile(
+        _ profile: Profile, kind: BackendKind? = nil, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProfileMeasurement {
+        let measured = try makeMeasuredSandbox(kind: kind)
         let baseline = try baseline(measured)
         let table = MeasurementTable(measured.kind, "profile \(profile.name)")
         defer { table.print() }
@@ -564,14 +679,15 @@ extension ConditioningTestCase {
         table.add("apply", "both", expected: "\(report.sites.count) sites", measured: String(format: "%d requests, %.0f ms", report.requests, report.duration * 1000),
                   verdict: "info")
         try checkReadBack(profile, measured, table, file: file, line: line)
-        try checkRoundTrips(profile, measured, baseline, table, file: file, line: line)
-        try checkLoss(profile, measured, table, file: file, line: line)
-        try checkThroughput(profile, measured, baseline, table, file: file, line: line)
+        let roundTrip = try checkRoundTrips(profile, measured, baseline, table, file: file, line: line)
+        let loss = try checkLoss(profile, measured, table, file: file, line: line)
+        try checkThroughput(profile, measured, table, file: file, line: line)
         if measured.kind == .userspace {
             // After everything has drained: nothing held, and every frame of the whole run accounted for.
             try checkEngineCounters(measured, table, step: "end", file: file, line: line)
         }
         XCTAssertTrue(try measured.sandbox.down(), file: file, line: line)
+        return ProfileMeasurement(kind: measured.kind, baseline: baseline, roundTripMedian: roundTrip, loss: loss)
     }
 }
 

@@ -7,6 +7,7 @@ import Profiles
 import Responders
 import RouteNetlink
 import Sandboxing
+import Synchronization
 import XCTest
 
 /// Every catalog profile on a real backend, measured with real packets between the client and server
@@ -19,7 +20,8 @@ import XCTest
 /// failed. (XCTest on Linux finds only the test methods a class declares itself, not inherited ones.)
 /// Each test makes its own sandbox and removes it, pass or fail.
 class ConditioningProfileTests: ConditioningTestCase {
-    /// The profiles with a test method of their own in each backend's class.
+    /// The profiles with a test method of their own in each backend's class (netem's very-bad-network is
+    /// BackendsSideBySideTests').
     static let measuredProfiles = [
         "100-loss", "2g", "3g", "3g-lossy", "4g", "cable", "dsl", "edge", "edge-lossy", "high-latency-dns", "lossy", "lte",
         "very-bad-network", "wifi", "wifi-80211ac",
@@ -57,30 +59,32 @@ class ConditioningProfileTests: ConditioningTestCase {
         table.check(controls.min()! < 0.3, "dns udp", "ipv4", expected: "< 300.0 ms (no conditions, quickest of 3)",
                     measured: controls.map(MeasureFormat.ms).joined(separator: ", "), "the unconditioned lookup is already slow")
         // getent as a program on the device runs it; starting a process takes a while in a TCG guest, so its
-        // unconditioned time is the reference for the conditioned one. The quickest of three runs: the first
-        // run in a fresh guest reads getent and the NSS libraries from the host's disk for the first time
-        // (observed 1.5 s, against 0.1 s after), which is not what a lookup costs.
+        // unconditioned time is the reference for the conditioned one. Once alone first (the first run in a
+        // fresh guest reads getent and the NSS libraries from the host's disk: 1.5 s, against 0.1 s after,
+        // which is not what a lookup costs), then three at once, as the conditioned ones run below.
+        let delay = Double(profile.dnsDelay + profile.uplink.delay + profile.downlink.delay) / 1e9
+        let window = (delay - 0.2)...(delay + 0.6)
+        let windowText = "\(MeasureFormat.ms(window.lowerBound))…\(MeasureFormat.ms(window.upperBound))"
         let getent = findInPath("getent")
         var getentControl = 0.0
         if getent != nil {
-            var runs: [(seconds: Double, status: Int32)] = []
-            for _ in 0..<3 {
-                let start = Date()
-                let (status, _) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxPlan.zone)"])
-                runs.append((Date().timeIntervalSince(start), status))
-            }
+            _ = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxPlan.zone)"])
+            let runs = getentLookups(client)
             getentControl = runs.map(\.seconds).min() ?? 0
             let statuses = runs.map(\.status)
-            table.check(statuses.allSatisfy { $0 == 0 } && getentControl < 1, "getent", "ipv4", expected: "< 1000.0 ms (no conditions, quickest of 3)",
+            // The conditioned lookups below may take the window's top plus this control; a lookup that waited the
+            // DNS delay twice must still fall outside, so the control is bounded by the DNS delay less the
+            // window's width (2.2 s for high-latency-dns), not by a fixed time (three processes starting at once
+            // in a busy TCG guest took 1.6-2.1 s once; the DNS itself is the UDP control's, above).
+            let limit = Double(profile.dnsDelay) / 1e9 - (window.upperBound - window.lowerBound)
+            table.check(statuses.allSatisfy { $0 == 0 } && getentControl < limit, "getent", "ipv4",
+                        expected: "< \(MeasureFormat.ms(limit)) (no conditions, quickest of 3 at once)",
                         measured: "\(runs.map { MeasureFormat.ms($0.seconds) }.joined(separator: ", ")), exit \(statuses)",
-                        "the unconditioned lookup fails or is slow")
+                        "the unconditioned lookup fails or is too slow for a delay applied twice to show")
         }
 
         _ = try measured.backend.apply(profile, links: nil)
         try checkReadBack(profile, measured, table)
-        let delay = Double(profile.dnsDelay + profile.uplink.delay + profile.downlink.delay) / 1e9
-        let window = (delay - 0.2)...(delay + 0.6)
-        let windowText = "\(MeasureFormat.ms(window.lowerBound))…\(MeasureFormat.ms(window.upperBound))"
 
         for (server, type, family) in [(v4, DNSRecordType.a, "ipv4"), (v6, DNSRecordType.aaaa, "ipv6")] {
             let answer = try TimedDNSQuery.overUDP(client, server: server, name: "server.\(SandboxPlan.zone)", type: type, timeout: delay + 3)
@@ -101,20 +105,40 @@ class ConditioningProfileTests: ConditioningTestCase {
                     "the query over TCP is not delayed")
         TimedDNSQuery.assertAnswer(stream.message, type: .a, file: #filePath, line: #line)
 
-        // As a program on the device sees it: glibc's resolver with the sandbox's resolv.conf.
+        // As a program on the device sees it: glibc's resolver with the sandbox's resolv.conf. Three lookups at
+        // once (each waits out the delay, so together they take one delay), judged as the controls were: none
+        // faster than the DNS delay itself, and the quickest no slower than the delay plus the quickest of the
+        // three unconditioned ones (a retransmission by the resolver, or a delay applied twice, takes seconds
+        // more). One run alone can meet a busy guest; three started at once start slower than one alone, as
+        // their controls did.
         if getent != nil {
-            let start = Date()
-            let (status, output) = try spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxPlan.zone)"])
-            let seconds = Date().timeIntervalSince(start)
-            // No faster than the DNS delay itself; no slower than the delay plus what the program took without it.
+            let all = getentLookups(client)
+            let quickest = all.min { $0.seconds < $1.seconds }!
             let shifted = window.lowerBound...(window.upperBound + getentControl)
-            table.check(shifted.contains(seconds) && status == 0 && output.contains("\(v4)"), "getent", "ipv4",
-                        expected: "\(MeasureFormat.ms(shifted.lowerBound))…\(MeasureFormat.ms(shifted.upperBound))",
-                        measured: "\(MeasureFormat.ms(seconds)), exit \(status)", "output: \(output)")
+            table.check(
+                quickest.seconds <= shifted.upperBound && all.allSatisfy { $0.seconds >= shifted.lowerBound && $0.status == 0 && $0.output.contains("\(v4)") },
+                "getent", "ipv4", expected: "\(MeasureFormat.ms(shifted.lowerBound))…\(MeasureFormat.ms(shifted.upperBound)) (quickest of 3)",
+                measured: "\(all.map { MeasureFormat.ms($0.seconds) }.joined(separator: ", ")), exit \(all.map(\.status))",
+                "output: \(quickest.output)")
         } else {
             table.add("getent", "ipv4", expected: "-", measured: "getent not installed", verdict: "note")
         }
         XCTAssertTrue(try measured.sandbox.down())
+    }
+
+    /// Three `getent ahostsv4` lookups of the server's name from `client`, started at once, each timed.
+    private func getentLookups(_ client: NamedNamespace) -> [(seconds: Double, status: Int32, output: String)] {
+        let runs = Mutex<[(seconds: Double, status: Int32, output: String)]>([])
+        let threads = (0..<3).map { _ in
+            Thread {
+                let start = Date()
+                let result = try? spawnCapturing(client, "getent", ["ahostsv4", "server.\(SandboxPlan.zone)"])
+                runs.withLock { $0.append((Date().timeIntervalSince(start), result?.0 ?? -1, result?.1 ?? "did not run")) }
+            }
+        }
+        threads.forEach { $0.start() }
+        while runs.withLock({ $0.count }) < threads.count { usleep(10_000) }
+        return runs.withLock { $0 }
     }
 
     // MARK: switching
@@ -174,11 +198,15 @@ class ConditioningProfileTests: ConditioningTestCase {
             }
             try checkEngineCounters(measured, table, step: "4 clear")
         }
-        let after = try measured.measurement.roundTrips(count: 5, timeout: 1)
+        // Unconditioned again: the baseline, with what the machine's controls measured meanwhile (the
+        // smallest leftover, edge's or lossy's delay, adds 80 ms or more).
+        let (after, timers) = try TimerLatenessControl.during { try measured.measurement.roundTrips(count: 5, timeout: 1) }
+        let allowance = try RoundTripAllowance(measured, baseline, timers: timers)
         let median = after.median ?? .infinity
-        table.check(median <= baseline.roundTripMedian + RoundTripTolerance.noise(kind), "4 clear rtt", "both",
-                    expected: "≤ \(MeasureFormat.ms(baseline.roundTripMedian + RoundTripTolerance.noise(kind)))",
-                    measured: "median \(MeasureFormat.ms(median)) (\(after.samples.count)/\(after.sent))", "conditions remain after clear")
+        table.check(median <= baseline.roundTripMedian + allowance.seconds, "4 clear rtt", "both",
+                    expected: "≤ \(MeasureFormat.ms(baseline.roundTripMedian + allowance.seconds))",
+                    measured: "median \(MeasureFormat.ms(median)) (\(after.samples.count)/\(after.sent))",
+                    "conditions remain after clear (allowance: \(allowance.text))")
         XCTAssertEqual(try measured.sandbox.store.load(measured.topology.name)?.conditions, [:], "the state file still records conditions")
         XCTAssertTrue(try measured.sandbox.down())
     }
@@ -232,11 +260,25 @@ class ConditioningProfileTests: ConditioningTestCase {
         let counted = result.drops >= result.sent - result.received
         switch kind {
         case .netem:
-            // netem holds every packet for its 300 ms delay, all counted against the limit: the burst, sent in
-            // far less than 300 ms, is 2000 packets at once.
+            // netem holds every packet for its 300 ms delay, all counted against the limit: the queue peaks near
+            // what the sender sent within 300 ms — the whole burst on the host, fewer from a sender a busy TCG
+            // guest slows (once 2000 in 762 ms: about 790 at a time, and then netem must not drop).
+            let peak = Double(result.sent) * min(1, 0.3 / max(result.sendSeconds, 1e-3))
+            let expected: String
+            let passed: Bool
+            if peak > 1100 {
+                expected = "tail drops with limit 1000, counted (queue peaks near \(Int(peak)))"
+                passed = result.drops > 0 && result.received < burst.count && counted
+            } else if peak < 900 {
+                expected = "no drop: the queue peaks near \(Int(peak)), below 1000"
+                passed = result.drops == 0 && result.received == result.sent
+            } else {
+                expected = "drops counted (the queue peaks near \(Int(peak)), about the limit)"
+                passed = counted
+            }
             table.check(
-                result.drops > 0 && result.received < burst.count && counted, "burst", "downlink", expected: "tail drops with limit 1000, counted",
-                measured: outcome, "the burst did not fill a 1000-packet queue (so the check above proves nothing), or the drops were not counted")
+                passed, "burst", "downlink", expected: expected, measured: outcome,
+                "netem's tail drops do not follow its queue (every packet it holds), or went uncounted")
         case .userspace:
             // The engine counts only the frames waiting for its transmitter (DirectionEmulator): the burst
             // arrives over the time it took to send while the link drains 50 Mbit/s / 6736 bits = 7423 frames a
@@ -285,7 +327,7 @@ final class NetemProfileTests: ConditioningProfileTests {
     func testProfileHighLatencyDns() throws { try measureProfile(named: "high-latency-dns") }
     func testProfileLossy() throws { try measureProfile(named: "lossy") }
     func testProfileLte() throws { try measureProfile(named: "lte") }
-    func testProfileVeryBadNetwork() throws { try measureProfile(named: "very-bad-network") }
+    // very-bad-network: BackendsSideBySideTests measures it through netem, and through the engine beside it.
     func testProfileWifi() throws { try measureProfile(named: "wifi") }
     func testProfileWifi80211ac() throws { try measureProfile(named: "wifi-80211ac") }
     func testEveryCatalogProfileIsMeasured() throws { try checkEveryCatalogProfileIsMeasured() }

@@ -144,10 +144,11 @@ class ConditioningTestCase: SandboxTestCase {
         return try ProfileCatalog.locate(directory: repository + "/profiles")
     }
 
-    /// Brings `sandbox` up in the shape this class's backend needs (a wire namespace with its engine for
-    /// the userspace backend) and returns the backend, through ``SandboxConditioning``, as `linkcond apply`
-    /// does.
-    func bringUp(_ sandbox: Sandbox, server: Bool = false, cellular: Bool = false) throws -> any ConditioningBackend {
+    /// Brings `sandbox` up in the shape a backend needs (a wire namespace with its engine for the userspace
+    /// backend; by default this class's backend) and returns the backend, through ``SandboxConditioning``,
+    /// as `linkcond apply` does.
+    func bringUp(_ sandbox: Sandbox, server: Bool = false, cellular: Bool = false, kind: BackendKind? = nil) throws -> any ConditioningBackend {
+        let kind = kind ?? self.kind
         let conditioning = SandboxConditioning(sandbox: sandbox, engineExecutable: try linkcondExecutable())
         let choice: BackendChoice = kind == .netem ? .netem : .userspace
         let (backend, _) = try conditioning.prepare(choice, cellular: cellular, server: server ? try serverLaunch(sandbox) : .none)
@@ -155,12 +156,14 @@ class ConditioningTestCase: SandboxTestCase {
         return backend
     }
 
-    /// A fresh sandbox (own name, own store), its backend and a measurement between its client and server.
-    /// Before returning, a few unconditioned round trips resolve every neighbour on the path (client, router
-    /// and server, both ways), so no later measurement waits for ARP through a slow or lossy link.
-    func makeMeasuredSandbox(server: Bool = false) throws -> MeasuredSandbox {
+    /// A fresh sandbox (own name, own store), its backend (by default this class's) and a measurement between
+    /// its client and server. Before returning, a few unconditioned round trips resolve every neighbour on
+    /// the path (client, router and server, both ways), so no later measurement waits for ARP through a slow
+    /// or lossy link.
+    func makeMeasuredSandbox(server: Bool = false, kind: BackendKind? = nil) throws -> MeasuredSandbox {
+        let kind = kind ?? self.kind
         let sandbox = try makeSandbox()
-        let backend = try bringUp(sandbox, server: server)
+        let backend = try bringUp(sandbox, server: server, kind: kind)
         let measurement = try LinkMeasurement(sandbox: sandbox.topology)
         let warmUp = try measurement.roundTrips(count: 3, timeout: 2)
         guard !warmUp.samples.isEmpty else {
@@ -169,30 +172,18 @@ class ConditioningTestCase: SandboxTestCase {
         return MeasuredSandbox(sandbox: sandbox, kind: kind, backend: backend, measurement: measurement)
     }
 
-    /// The unconditioned baseline of this machine with this backend (through the engine's pass-through for
-    /// the userspace backend), measured once per test run and backend, before any profile.
+    /// The control for round trips: the unconditioned round trip of this sandbox with its backend (through
+    /// the engine's pass-through for the userspace backend), measured in the test itself just before the
+    /// conditions go on, so it shows the machine as the measurement finds it.
     func baseline(_ measured: MeasuredSandbox) throws -> MeasuredBaseline {
-        if let known = MeasuredBaseline.shared.withLock({ $0[measured.kind] }) { return known }
-        let measurement = measured.measurement
-        let roundTrips = try measurement.roundTrips(count: 20, timeout: 1)
-        var throughput: [LinkMeasurement.Direction: Double] = [:]
-        var received: [LinkMeasurement.Direction: String] = [:]
-        for direction in [LinkMeasurement.Direction.uplink, .downlink] {
-            // Full-size datagrams as fast as one socket sends them, into a receive buffer large enough for all:
-            // what the machine's path (sending, forwarding, delivering to the socket) carries at all.
-            let burst = QueueBurst(count: 4000, payload: ThroughputTolerance.payload)
-            let result = try burst.send(direction, measured, settle: 0.3)
-            throughput[direction] = Double(result.received * wireBytes(payload: burst.payload) * 8) / max(result.sendSeconds, 1e-3)
-            received[direction] = "\(result.received)/\(result.sent) in \(MeasureFormat.ms(result.sendSeconds))"
+        let roundTrips = try measured.measurement.roundTrips(count: 20, timeout: 1)
+        guard roundTrips.samples.count >= 10 else {
+            throw ConditioningRequirementError("the unconditioned sandbox answered \(roundTrips.samples.count) of \(roundTrips.sent) round trips")
         }
-        let baseline = MeasuredBaseline(
-            roundTripMedian: roundTrips.median ?? 0, roundTripSamples: roundTrips.samples, throughput: throughput)
-        print("\(MeasurementTable.prefix) baseline \(measured.kind.rawValue) (unconditioned, measured once): round trip median "
-            + "\(MeasureFormat.ms(baseline.roundTripMedian)) (max \(MeasureFormat.ms(roundTrips.samples.max() ?? 0)), "
-            + "\(roundTrips.samples.count)/\(roundTrips.sent) answered); "
-            + "path capacity uplink \(MeasureFormat.rate(throughput[.uplink] ?? 0)) (\(received[.uplink] ?? "")), "
-            + "downlink \(MeasureFormat.rate(throughput[.downlink] ?? 0)) (\(received[.downlink] ?? ""))")
-        MeasuredBaseline.shared.withLock { $0[measured.kind] = baseline }
+        let baseline = MeasuredBaseline(roundTrips: Samples(roundTrips.samples))
+        print("\(MeasurementTable.prefix) baseline \(measured.kind.rawValue) (unconditioned, this sandbox): round trip median "
+            + "\(MeasureFormat.ms(baseline.roundTripMedian)), 90th percentile \(MeasureFormat.ms(baseline.roundTrips.quantile(0.9))) "
+            + "(\(roundTrips.samples.count)/\(roundTrips.sent) answered)")
         return baseline
     }
 }
@@ -225,15 +216,15 @@ struct MeasuredSandbox {
     }
 }
 
-/// What the machine does without conditions, with one backend in place.
+/// What the machine does without conditions, with one backend in place: UDP round trips client → server →
+/// client, seconds.
 struct MeasuredBaseline: Sendable {
-    static let shared = Mutex<[BackendKind: MeasuredBaseline]>([:])
+    var roundTrips: Samples
 
-    /// Median UDP round trip client → server → client, seconds.
-    var roundTripMedian: Double
-    var roundTripSamples: [Double]
-    /// Wire bits per second a blast of full-size datagrams reaches, per direction.
-    var throughput: [LinkMeasurement.Direction: Double]
+    var roundTripMedian: Double { roundTrips.median }
+    /// How far above its median an unconditioned round trip goes on this machine now (90th percentile −
+    /// median): what the path without any timer adds to a conditioned probe's spread.
+    var spread: Double { roundTrips.quantile(0.9) - roundTrips.median }
 }
 
 // MARK: what a profile predicts
@@ -281,14 +272,16 @@ struct DirectionModel {
     ///   c × the previous one) but then takes it modulo the table size or 2 × jitter (`tabledist`:
     ///   `rnd % dist->size`, `rnd % (2 * sigma)`): the low bits, which the correlation hardly touches, so the
     ///   spread is the uncorrelated one (the VM measures about 30 ms for `lossy`'s round trip, σ 28.3 ms);
-    /// - the engine reads the distribution at the quantile the correlated number gives (DelaySampler), so a
-    ///   correlation narrows it: by √((1 − c)/(1 + c)) for uniform jitter, and for a table distribution by
-    ///   what its table does to the narrowed quantiles — 0.65 σ for normal at c = 25%, computed here from
-    ///   the same process.
+    /// - the engine's `ordered` jitter (the default, SmoothJitter) keeps the profile's distribution whatever
+    ///   the correlation, which only slows the delay's wandering: the uncorrelated spread;
+    /// - the engine's `netem` jitter reads the distribution at the quantile the correlated number gives
+    ///   (DelaySampler), so a correlation narrows it: by √((1 − c)/(1 + c)) for uniform jitter, and for a
+    ///   table distribution by what its table does to the narrowed quantiles — 0.65 σ for normal at c = 25%,
+    ///   computed here from the same process.
     func delayDeviation(for kind: BackendKind) -> Double? {
         guard let deviation = delayDeviation else { return nil }
         let correlation = conditions.delayCorrelation
-        guard kind == .userspace, deviation > 0, correlation > 0 else { return deviation }
+        guard kind == .userspace, conditions.effectiveJitterModel == .netem, deviation > 0, correlation > 0 else { return deviation }
         switch conditions.distribution {
         case nil, .uniform?: return deviation * ((1 - correlation) / (1 + correlation)).squareRoot()
         case .normal?: return deviation * CorrelatedQuantiles.normalDeviation(correlation: correlation)
@@ -357,26 +350,60 @@ enum CorrelatedQuantiles {
         return (low + high) / 2
     }
 
-    static func normalDeviation(correlation: Double) -> Double {
-        var state: UInt64 = 0x2545_f491_4f6c_dd1d
-        func uniform() -> Double {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return Double(state >> 11) * 0x1p-53
+    /// The distance between the 10th and the 90th percentile of a round trip's random part: the sum of the
+    /// uplink's and the downlink's jitter draws, as `kind` draws them (the engine reads each distribution at
+    /// its correlated quantile; netem's draws spread as uncorrelated ones, see
+    /// DirectionModel.delayDeviation(for:)). From a fixed-seed run of 100 000 draws per direction, like
+    /// ``normalDeviation(correlation:)``; nil where a distribution is not modelled here (pareto tables).
+    static func interDecileRange(_ models: [DirectionModel], kind: BackendKind) -> Double? {
+        let count = 100_000
+        var sums = [Double](repeating: 0, count: count)
+        for (index, model) in models.enumerated() where model.conditions.jitter > 0 {
+            let jitter = model.jitter
+            let normal: Bool
+            switch model.conditions.distribution {
+            case nil, .uniform?: normal = false
+            case .normal?: normal = true
+            case .pareto?, .paretonormal?: return nil
+            }
+            let correlation = kind == .userspace ? model.conditions.delayCorrelation : 0
+            var uniforms = Uniforms(seed: 0x2545_f491_4f6c_dd1d &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
+            var last = uniforms.next()
+            for draw in 0..<count {
+                last = (1 - correlation) * uniforms.next() + correlation * last
+                sums[draw] += normal ? jitter * table[min(Int(last * 4096), 4095)] : jitter * (2 * last - 1)
+            }
         }
-        var last = uniform()
+        let sorted = Samples(sums)
+        return sorted.quantile(0.9) - sorted.quantile(0.1)
+    }
+
+    static func normalDeviation(correlation: Double) -> Double {
+        var uniforms = Uniforms(seed: 0x2545_f491_4f6c_dd1d)
+        var last = uniforms.next()
         var sum = 0.0
         var squares = 0.0
         let count = 100_000
         for _ in 0..<count {
-            last = (1 - correlation) * uniform() + correlation * last
+            last = (1 - correlation) * uniforms.next() + correlation * last
             let value = table[min(Int(last * 4096), 4095)]
             sum += value
             squares += value * value
         }
         let mean = sum / Double(count)
         return (squares / Double(count) - mean * mean).squareRoot()
+    }
+
+    /// Uniforms in [0, 1) from a xorshift64 generator: the same sequence for the same seed on every run.
+    private struct Uniforms {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> Double {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Double(state >> 11) * 0x1p-53
+        }
     }
 }
 
@@ -554,9 +581,10 @@ struct EngineWitness {
         /// The conditions held: the direction's member of the held profile document (`{}` when it has none).
         var conditions: [String: Any]
         var counters: Counters
-        /// Departure lateness of held frames: median and 99th percentile, nanoseconds.
+        /// Departure lateness of held frames: median, 99th percentile and maximum, nanoseconds.
         var latenessMedian: Int?
         var latenessP99: Int?
+        var latenessMaximum: Int?
         /// Frames the kernel dropped before the engine read them (its receive ring was full).
         var receiveOverruns: Int
     }
@@ -588,6 +616,7 @@ struct EngineWitness {
             return DirectionState(
                 conditions: held?[key] as? [String: Any] ?? [:], counters: Counters(counters),
                 latenessMedian: (lateness?["median"] as? NSNumber)?.intValue, latenessP99: (lateness?["p99"] as? NSNumber)?.intValue,
+                latenessMaximum: (lateness?["maximum"] as? NSNumber)?.intValue,
                 receiveOverruns: (object["receiveOverruns"] as? NSNumber)?.intValue ?? -1)
         }
         return EngineWitness(

@@ -9,19 +9,6 @@ import XCTest
 /// or stopped engine is handled without touching what is healthy, and the engine refuses what it cannot do.
 /// Each test runs the real `linkcond` executable (and the engine it starts) against a store of its own.
 final class ControlPathReliabilityTests: SandboxTestCase {
-    private func makeStore() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lcctl-\(getpid())-\(UniqueName.next())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
-        return directory
-    }
-
-    private func makeName(store: String) -> String {
-        let name = UniqueName.sandbox()
-        addTeardownBlock { SandboxCleanup.remove(name: name, storeDirectory: store) }
-        return name
-    }
-
     private static var profilesDirectory: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("profiles").path
@@ -49,7 +36,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     /// apply made meanwhile is answered while that client is still sending, and the trickling client is cut
     /// off without an answer once its time is up.
     func testASlowClientHoldsNobodyUp() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lcctl")
         let name = try upWithEdge(store: store)
         let socketPath = SandboxStore(directory: store).engineSocketPath(for: name)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -77,7 +64,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     /// Findings 1 and 8: a stopped engine is named by `status` (which exits 1), `apply` refuses at once with
     /// what to do instead of waiting and failing late, and `down` still removes everything.
     func testAStoppedEngineIsNamedRefusedAndRemoved() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lcctl")
         let name = try upWithEdge(store: store)
         let process = try engine(name, store: store)
         XCTAssertEqual(kill(process.pid, SIGSTOP), 0)
@@ -99,7 +86,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     /// engine holds for the link, or says that a change did not finish and what the link holds; the next
     /// `apply` settles it and state and engine agree.
     func testApplyKilledAtAnyInstantLeavesAStateThatTellsTheTruth() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lcctl")
         let name = try upWithEdge(store: store)
         let executable = try linkcondExecutable()
         var environment = ProcessInfo.processInfo.environment
@@ -131,7 +118,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
 
     /// Finding 3: each link keeps its own profile in the state, and a run on the sandbox puts each one back.
     func testEveryLinksProfileIsRecordedAndARunPutsEachBack() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lcctl")
         let name = makeName(store: store)
         XCTAssertEqual(try linkcond(["up", "--name", name, "--backend", "userspace", "--cellular"], store: store).status, 0)
         XCTAssertEqual(try linkcond(["apply", "edge", "--name", name, "--link", "ww0"], store: store).status, 0)
@@ -139,7 +126,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
         let state = try XCTUnwrap(try SandboxStore(directory: store).load(name))
         XCTAssertEqual(state.conditions["wifi"]?.profile, "lte")
         XCTAssertEqual(state.conditions["cellular"]?.profile, "edge")
-        let reports = try makeStore()
+        let reports = try makeStore(prefix: "lcctl")
         let scenario = URL(fileURLWithPath: Self.profilesDirectory).deletingLastPathComponent().appendingPathComponent("scenarios/handover.json").path
         let run = try linkcond(["run", scenario, "--name", name, "--report", reports], store: store)
         XCTAssertTrue(run.status == 0 || run.status == 1, "run: \(run.errorOutput)")
@@ -151,7 +138,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     /// Finding 4: an apply on a sandbox whose engine died starts the engine alone again and puts the profile
     /// on it; the namespaces, and the user's processes in them, are left alone.
     func testADeadEngineIsRestartedAloneAndTheNamespacesAreLeftAlone() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lcctl")
         let name = try upWithEdge(store: store)
         let topology = try SandboxTopology(name: name)
         var before = stat()
@@ -177,7 +164,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     /// Finding 5: the engine reads what it is sent with the profile format's validator and refuses what no
     /// profile may hold, with a reason, changing nothing — and stays up.
     func testTheEngineRefusesWhatAProfileMayNotHold() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lcctl")
         let name = try upWithEdge(store: store)
         let socketPath = SandboxStore(directory: store).engineSocketPath(for: name)
         let cases = [
@@ -199,7 +186,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     /// Finding 8: `exec` exits as a shell does when the command cannot run (127 not found, 126 not
     /// executable), saying why.
     func testExecOfACommandThatCannotRunExitsAsAShellDoes() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lcctl")
         let name = makeName(store: store)
         XCTAssertEqual(try linkcond(["up", "--name", name, "--backend", "userspace"], store: store).status, 0)
         let missing = try linkcond(["exec", "--name", name, "--", "/nonexistent/command"], store: store)
@@ -214,7 +201,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     /// leaves bare (it is not "unchanged"); `show` of a trace-driven direction says it is a trace, with its
     /// rate and length, not a delay "as if unlimited".
     func testTheSmallLiesAreTold() throws {
-        let store = try makeStore()
+        let store = try makeStore(prefix: "lcctl")
         let name = makeName(store: store)
         XCTAssertEqual(try linkcond(["up", "--name", name, "--backend", "userspace"], store: store).status, 0)
         let environment = ["LINKCOND_STORE": store, "LINKCOND_PROFILES": Self.profilesDirectory, "LINKCOND_LOCK_TIMEOUT": "abc"]
@@ -239,7 +226,7 @@ final class ControlPathReliabilityTests: SandboxTestCase {
         heir.forEach { kill($0, SIGKILL) }
         while !SandboxLock.processes(holding: lockPath).isEmpty { usleep(10_000) }
 
-        let folder = try makeStore()
+        let folder = try makeStore(prefix: "lcctl")
         try "0\n0\n1\n5\n9\n12\n".write(toFile: "\(folder)/drive.trace", atomically: false, encoding: .utf8)
         try #"{"name": "driven", "downlink": {"trace": "drive.trace", "delay": "10ms"}}"#.write(toFile: "\(folder)/driven.json", atomically: false, encoding: .utf8)
         let apply = try linkcond(["apply", "\(folder)/driven.json", "--name", name], store: store)
@@ -250,11 +237,11 @@ final class ControlPathReliabilityTests: SandboxTestCase {
     }
 
     /// Output that cannot be written is a failure, not a crash nor a success: with stdout on `/dev/full`
-    /// (every write fails with ENOSPC) `linkcond profiles` and `linkcond --help` exit 1 and say why on
+    /// (every write fails with ENOSPC) `linkcond profiles`, `profiles show edge` and `--help` exit 1 and say why on
     /// stderr (before, Foundation's FileHandle trapped: exit 132, a stack trace).
     func testOutputThatCannotBeWrittenIsAFailure() throws {
         let executable = try linkcondExecutable()
-        for arguments in ["profiles", "--help"] {
+        for arguments in ["profiles", "profiles show edge", "--help"] {
             let result = try Command.run("/bin/sh", ["-c", "exec \"$0\" \(arguments) >/dev/full", executable], environment: [:])
             XCTAssertEqual(result.status, 1, "linkcond \(arguments) >/dev/full: \(result.errorOutput)")
             XCTAssertTrue(

@@ -46,9 +46,12 @@ final class EngineFidelityTests: ConditioningTestCase {
     ///
     /// Arrival times are the kernel's receive stamps (SO_TIMESTAMPNS) in the server namespace, so the test
     /// reads no scheduling delay of its own reader. No frame may arrive early (the engine never sends before
-    /// a frame's time); the median lateness stays within 2 ms and the largest within 50 ms (a busy machine
-    /// wakes the engine's thread late now and then: its own lateness histogram shows it); the median spacing
-    /// of successive arrivals is the frame time within 2%. (netem's rule gives these same times for a burst
+    /// a frame's time); the median lateness stays within 2 ms (the engine keeps its departure times: this is
+    /// the check that catches an engine late as a rule, which the conditioning suite's round trips take as
+    /// their control), and the largest within 1 ms of the largest departure lateness the engine itself
+    /// recorded (a busy machine wakes its thread late now and then, and its histogram shows by how much; a
+    /// frame later than that was held by the model, not the machine); the median spacing of successive
+    /// arrivals is the frame time within 2%. (netem's rule gives these same times for a burst
     /// into a fixed delay; it differs when queueing meets jitter, where a queued packet's own delay is
     /// absorbed by its wait.)
     func testLatencyIsDelayPlusSerializationPlusQueueing() throws {
@@ -83,8 +86,10 @@ final class EngineFidelityTests: ConditioningTestCase {
         guard lateness.count >= 3 else { return XCTFail("too few arrivals: \(outcome.arrivals.count)") }
         let sorted = lateness.sorted()
         let median = sorted[sorted.count / 2]
-        table.check(sorted[0] >= -0.0005 && median >= -0.0005 && median <= 0.002 && sorted.last! <= 0.050, "lateness", "uplink",
-                    expected: "≥ -0.5 ms, median ≤ 2 ms, max ≤ 50 ms",
+        let engineLatest = Double(try EngineWitness.show(measured.engineSocket).uplink.latenessMaximum ?? 0) / 1e9
+        let latest = engineLatest + 0.001
+        table.check(sorted[0] >= -0.0005 && median >= -0.0005 && median <= 0.002 && sorted.last! <= latest, "lateness", "uplink",
+                    expected: "≥ -0.5 ms, median ≤ 2 ms, max ≤ \(MeasureFormat.ms(latest)) (the engine's latest departure + 1 ms)",
                     measured: "min \(MeasureFormat.ms(sorted[0])), median \(MeasureFormat.ms(median)), max \(MeasureFormat.ms(sorted.last!))",
                     "the arrivals do not follow k × frame time + delay")
         // The transmitter's pace: successive frames arrive one frame time apart (the median spacing, so one

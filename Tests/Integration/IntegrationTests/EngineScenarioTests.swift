@@ -12,7 +12,7 @@ import XCTest
 /// run's own (in a store of this test's own), the path monitor, the prober, the timeline, the expectations
 /// and the reports. Each must pass every expectation on this machine, with the scenario's own numbers.
 ///
-/// They take 30–60 s each (3.5 minutes together): one method per scenario, so the log names the one that
+/// They take 30–60 s each (4.5 minutes together): one method per scenario, so the log names the one that
 /// failed, and each prints a summary (`SCENARIO` lines) with every expectation's evidence.
 final class EngineScenarioTests: ConditioningTestCase {
     override class var backendKind: BackendKind { .userspace }
@@ -20,13 +20,15 @@ final class EngineScenarioTests: ConditioningTestCase {
     private static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
     /// The scenarios with a method of their own.
-    static let covered = ["captive-portal", "flaky-wifi", "handover", "slow-dns", "tunnel"]
+    static let covered = ["captive-portal", "flaky-wifi", "handover", "ipv6-outage", "slow-dns", "tunnel", "wifi-to-3g"]
 
     func testCaptivePortal() throws { try runScenario("captive-portal") }
     func testFlakyWifi() throws { try runScenario("flaky-wifi") }
     func testHandover() throws { try runScenario("handover") }
+    func testIPv6Outage() throws { try runScenario("ipv6-outage") }
     func testSlowDNS() throws { try runScenario("slow-dns") }
     func testTunnel() throws { try runScenario("tunnel") }
+    func testWifiTo3g() throws { try runScenario("wifi-to-3g") }
 
     /// A scenario added to `scenarios/` runs here until it gets a method of its own.
     func testEveryShippedScenarioRuns() throws {

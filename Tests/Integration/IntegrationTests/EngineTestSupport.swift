@@ -54,13 +54,20 @@ struct NumberedDatagrams {
     var payload: Int
     /// Seconds between datagrams; 0 sends them back to back.
     var interval: Double
+    /// The receiving socket's buffer (SO_RCVBUFFORCE): everything that arrives waits there until the sender
+    /// is done, so it must hold the whole stream (the kernel counts about 2.3 KiB for a full-size datagram).
+    var receiveBuffer: Int32 = 16 << 20
+    /// Whether a sender that fell behind (a stall of the machine) catches up by sending back to back, keeping
+    /// the stream's average rate, or lets its schedule slip, never sending faster than `interval` apart
+    /// (but for one datagram), so no stall turns into a burst that a queue downstream would tail-drop.
+    var catchUp = true
 
     /// Sends the datagrams from `from` (bound to `fromAddress`) to a socket bound to `toAddress` in `to`, and
     /// collects what arrives until `drain` seconds pass with nothing.
     func run(from: NamedNamespace, _ fromAddress: IPAddress, to: NamedNamespace, _ toAddress: IPAddress, drain: Double) throws -> Outcome {
         let receiver = try to.run { () throws -> Int32 in
             let fd = try TestSocket.open(for: toAddress, type: Int32(SOCK_DGRAM.rawValue), timeout: drain)
-            QueueBurst.force(fd, SO_RCVBUFFORCE, 16 << 20)
+            QueueBurst.force(fd, SO_RCVBUFFORCE, receiveBuffer)
             var one: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, socklen_t(MemoryLayout<Int32>.size))
             try TestSocket.bind(fd, toAddress, port: 0)
@@ -75,70 +82,76 @@ struct NumberedDatagrams {
         }
         defer { close(sender) }
         let port = QueueBurst.port(of: receiver)
-        var bytes = [UInt8](repeating: 0x5a, count: max(payload, 12))
+        // Connected, and one buffer written in place: the loop does as little per datagram as it can (in a
+        // TCG guest every instruction of it is emulated, and a slow loop is a slow sender).
+        let code = TestSocket.connect(sender, toAddress, port: port)
+        guard code == 0 else { throw TestSocket.Failure(what: "connect a datagram socket to \(toAddress) port \(port)", code: code) }
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(payload, 12), alignment: 8)
+        defer { bytes.deallocate() }
+        bytes.initializeMemory(as: UInt8.self, repeating: 0x5a)
         let start = realtimeNanoseconds()
+        let step = Int64(interval * 1e9)
+        var due = start
         var sent = 0
         for sequence in 0..<count {
             if interval > 0 {
-                let due = start + Int64(Double(sequence) * interval * 1e9)
-                let wait = due - realtimeNanoseconds()
+                due = catchUp ? start + Int64(Double(sequence) * interval * 1e9) : due + (sequence > 0 ? step : 0)
+                let now = realtimeNanoseconds()
+                if !catchUp && now - due > step { due = now - step }
+                let wait = due - now
                 if wait > 0 { usleep(UInt32(wait / 1000)) }
             }
-            let now = realtimeNanoseconds()
-            withUnsafeBytes(of: UInt32(sequence).littleEndian) { bytes.replaceSubrange(0..<4, with: $0) }
-            withUnsafeBytes(of: now.littleEndian) { bytes.replaceSubrange(4..<12, with: $0) }
-            if TestSocket.send(sender, bytes, to: toAddress, port: port) == 0 { sent += 1 }
+            bytes.storeBytes(of: UInt32(sequence).littleEndian, toByteOffset: 0, as: UInt32.self)
+            bytes.storeBytes(of: realtimeNanoseconds().littleEndian, toByteOffset: 4, as: Int64.self)
+            if Glibc.send(sender, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count { sent += 1 }
         }
         var arrivals: [Arrival] = []
-        while let (data, stamp) = Self.receive(receiver, capacity: bytes.count + 64) {
-            guard data.count >= 12 else { continue }
-            let sequence = Int(data[0..<4].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) })
-            let sentAt = Int64(bitPattern: data[4..<12].enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) })
+        arrivals.reserveCapacity(count)
+        let data = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count + 64, alignment: 8)
+        defer { data.deallocate() }
+        while let (length, stamp) = Self.receive(receiver, into: data) {
+            guard length >= 12 else { continue }
+            let sequence = Int(UInt32(littleEndian: data.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
+            let sentAt = Int64(littleEndian: data.loadUnaligned(fromByteOffset: 4, as: Int64.self))
             arrivals.append(Arrival(sequence: sequence, received: stamp, sent: sentAt))
         }
         return Outcome(arrivals: arrivals, sent: sent, start: start)
     }
 
-    /// One datagram and its `SCM_TIMESTAMPNS` stamp; nil after the socket's receive timeout.
-    static func receive(_ fd: Int32, capacity: Int) -> ([UInt8], Int64)? {
-        var data = [UInt8](repeating: 0, count: capacity)
-        var control = [UInt8](repeating: 0, count: 128)
-        var controlLength = 0
-        while true {
-            let result: Int = data.withUnsafeMutableBytes { dataBytes in
-                control.withUnsafeMutableBytes { controlBytes in
-                    var vector = iovec(iov_base: dataBytes.baseAddress, iov_len: dataBytes.count)
-                    return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                        var message = msghdr()
-                        message.msg_iov = vectorPointer
-                        message.msg_iovlen = 1
-                        message.msg_control = controlBytes.baseAddress
-                        message.msg_controllen = controlBytes.count
-                        let count = recvmsg(fd, &message, 0)
-                        controlLength = Int(message.msg_controllen)
-                        return count
-                    }
+    /// One datagram into `data` and its `SCM_TIMESTAMPNS` stamp; nil after the socket's receive timeout.
+    static func receive(_ fd: Int32, into data: UnsafeMutableRawBufferPointer) -> (Int, Int64)? {
+        var control = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        return withUnsafeMutableBytes(of: &control) { controlBytes in
+            var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
+            while true {
+                var message = msghdr()
+                let result = withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                    message.msg_iov = vectorPointer
+                    message.msg_iovlen = 1
+                    message.msg_control = controlBytes.baseAddress
+                    message.msg_controllen = controlBytes.count
+                    return recvmsg(fd, &message, 0)
                 }
+                if result < 0 && errno == EINTR { continue }
+                guard result >= 0 else { return nil }
+                return (result, timestamp(UnsafeRawBufferPointer(controlBytes), length: Int(message.msg_controllen)) ?? realtimeNanoseconds())
             }
-            if result < 0 && errno == EINTR { continue }
-            guard result >= 0 else { return nil }
-            return (Array(data[0..<result]), timestamp(control, length: controlLength) ?? realtimeNanoseconds())
         }
     }
 
     /// The `SCM_TIMESTAMPNS` timespec in a control buffer (struct cmsghdr: size_t length, int level, int
     /// type, then the data aligned to size_t).
-    private static func timestamp(_ control: [UInt8], length: Int) -> Int64? {
+    private static func timestamp(_ control: UnsafeRawBufferPointer, length: Int) -> Int64? {
         var offset = 0
         let header = MemoryLayout<Int>.size + 8
-        while offset + header <= length {
-            let cmsgLength = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: Int.self) }
-            let level = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + MemoryLayout<Int>.size, as: Int32.self) }
-            let type = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + MemoryLayout<Int>.size + 4, as: Int32.self) }
+        while offset + header <= min(length, control.count) {
+            let cmsgLength = control.loadUnaligned(fromByteOffset: offset, as: Int.self)
+            let level = control.loadUnaligned(fromByteOffset: offset + MemoryLayout<Int>.size, as: Int32.self)
+            let type = control.loadUnaligned(fromByteOffset: offset + MemoryLayout<Int>.size + 4, as: Int32.self)
             guard cmsgLength >= header else { return nil }
-            if level == SOL_SOCKET && type == SO_TIMESTAMPNS && offset + header + 16 <= length {
-                let seconds = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + header, as: Int.self) }
-                let nanoseconds = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + header + 8, as: Int.self) }
+            if level == SOL_SOCKET && type == SO_TIMESTAMPNS && offset + header + 16 <= min(length, control.count) {
+                let seconds = control.loadUnaligned(fromByteOffset: offset + header, as: Int.self)
+                let nanoseconds = control.loadUnaligned(fromByteOffset: offset + header + 8, as: Int.self)
                 return Int64(seconds) * 1_000_000_000 + Int64(nanoseconds)
             }
             offset += (cmsgLength + MemoryLayout<Int>.size - 1) & ~(MemoryLayout<Int>.size - 1)
@@ -171,9 +184,13 @@ enum CheckedTCPTransfer {
     }
 
     /// Sends `bytes` from `source` to a listener on `target`:`port` in `destination`; every socket operation
-    /// gives up after `stall` seconds.
+    /// gives up after `stall` seconds. `congestionControl` names the sender's algorithm (TCP_CONGESTION, e.g.
+    /// `cubic`, loss-based as most senders are; nil keeps the system's, bbr on this machine). `hashed: false`
+    /// sends zeros and checks the byte count alone, for a sender that must keep up with tens of Mbit/s in a
+    /// debug build (the per-byte generator and hash do not).
     static func run(
-        bytes: Int, from source: NamedNamespace, to target: IPAddress, in destination: NamedNamespace, port: UInt16 = 5001, stall: Double = 20
+        bytes: Int, from source: NamedNamespace, to target: IPAddress, in destination: NamedNamespace, port: UInt16 = 5001, stall: Double = 20,
+        congestionControl: String? = nil, hashed: Bool = true
     ) throws -> Outcome {
         let listener = try destination.run { () throws -> Int32 in
             let fd = try TestSocket.open(for: target, type: Int32(SOCK_STREAM.rawValue), timeout: stall)
@@ -207,7 +224,7 @@ enum CheckedTCPTransfer {
                     return
                 }
                 if count == 0 { break }
-                hash.add(buffer[0..<count])
+                if hashed { hash.add(buffer[0..<count]) }
                 total += count
             }
             received.result = .success((total, hash.value, nil))
@@ -215,6 +232,10 @@ enum CheckedTCPTransfer {
 
         let sender = try source.run { try TestSocket.open(for: target, type: Int32(SOCK_STREAM.rawValue), timeout: stall) }
         defer { close(sender) }
+        if let congestionControl {
+            let set = congestionControl.withCString { setsockopt(sender, Int32(IPPROTO_TCP), TCP_CONGESTION, $0, socklen_t(strlen($0))) }
+            guard set == 0 else { throw TestSocket.Failure(what: "setsockopt TCP_CONGESTION \(congestionControl)", code: errno) }
+        }
         let start = MonotonicClock.seconds()
         var error: String?
         var sentHash = Hash()
@@ -226,13 +247,13 @@ enum CheckedTCPTransfer {
             var remaining = bytes
             sending: while remaining > 0 {
                 let size = min(chunk.count, remaining)
-                for index in 0..<size {
+                for index in 0..<size where hashed {
                     state ^= state << 13
                     state ^= state >> 7
                     state ^= state << 17
                     chunk[index] = UInt8(truncatingIfNeeded: state)
                 }
-                sentHash.add(chunk[0..<size])
+                if hashed { sentHash.add(chunk[0..<size]) }
                 var offset = 0
                 while offset < size {
                     let sent = chunk[offset..<size].withUnsafeBytes { send(sender, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -28,6 +28,21 @@ class SandboxTestCase: IntegrationTestCase {
         return found
     }
 
+    /// A store directory of this test's own (`<prefix>-<pid>-<n>` in the temporary directory), removed at the end.
+    func makeStore(prefix: String) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(getpid())-\(UniqueName.next())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
+        return directory
+    }
+
+    /// A unique sandbox name whose leftovers (in `store` and the kernel) are removed at the end, whatever happens.
+    func makeName(store: String) -> String {
+        let name = UniqueName.sandbox()
+        addTeardownBlock { SandboxCleanup.remove(name: name, storeDirectory: store) }
+        return name
+    }
+
     /// A sandbox with a unique name and a store in a temporary directory of its own; removed after the test.
     func makeSandbox() throws -> Sandbox {
         let name = UniqueName.sandbox()

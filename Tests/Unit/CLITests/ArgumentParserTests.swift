@@ -260,7 +260,13 @@ final class ArgumentParserTests: XCTestCase {
             path: ["linkcond", "apply"])
         assertError(
             "exec", "curl",
-            is: "unexpected argument 'curl' for 'linkcond exec'; put the arguments to pass through after '--'",
+            is: "unexpected argument 'curl' for 'linkcond exec'; the command to run goes after '--': linkcond exec -- curl",
+            path: ["linkcond", "exec"])
+        // The command's own options before `--` are the usual slip: the hint spells the line that was meant.
+        assertError(
+            "exec", "--name", "lab", "curl", "-s", "-o", "/dev/null", "http://server.linkcond.test/",
+            is: "unknown option '-s' for 'linkcond exec'; the command to run goes after '--': "
+                + "linkcond exec --name lab -- curl -s -o /dev/null http://server.linkcond.test/",
             path: ["linkcond", "exec"])
     }
 

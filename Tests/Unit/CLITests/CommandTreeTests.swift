@@ -17,6 +17,10 @@ final class CommandTreeTests: XCTestCase {
             for option in command.options {
                 XCTAssertTrue(help.contains("--\(option.name)"), "\(command.name) help lacks --\(option.name)")
             }
+            // The discussion's lines are printed as written: one past 100 characters breaks into a ragged pair.
+            for line in (command.discussion ?? "").split(separator: "\n") {
+                XCTAssertLessThanOrEqual(line.count, 100, "\(command.name)'s discussion: reflow \"\(line)\"")
+            }
         }
     }
 

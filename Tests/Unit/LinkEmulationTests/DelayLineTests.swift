@@ -60,12 +60,15 @@ final class DelayLineTests: XCTestCase {
     }
 
     func testEachDistributionHasNetemsMeanAndStandardDeviation() {
+        // The netem jitter model draws each frame's delay from the table (see OrderedJitterTests for the
+        // ordered model, which centres the table on the delay).
         // Frames 1 s apart never wait for each other, so each latency is one sample of delay + jitter × v.
         let delay = 100 * ms
         let jitter = 10 * ms
         let count = 20_000
         for distribution in DelayDistribution.allCases {
-            let harness = Harness(LinkConditions(delay: delay, jitter: jitter, distribution: distribution), seed: 42)
+            let harness = Harness(
+                LinkConditions(delay: delay, jitter: jitter, distribution: distribution, jitterModel: .netem), seed: 42)
             for k in 0..<count { harness.offer(udp(UInt64(k)), at: t0 + UInt64(k) * second) }
             harness.drain()
             let samples = harness.departures.map { Double($0.time - (t0 + $0.id * second)) }
@@ -96,7 +99,7 @@ final class DelayLineTests: XCTestCase {
         // deviation shrinks by √((1 - c)/(1 + c)). For uniform jitter J that is J/√3 × √(1/3) at c = 0.5.
         let jitter = 10 * ms
         let count = 50_000
-        let harness = Harness(LinkConditions(delay: 100 * ms, jitter: jitter, delayCorrelation: 0.5), seed: 7)
+        let harness = Harness(LinkConditions(delay: 100 * ms, jitter: jitter, delayCorrelation: 0.5, jitterModel: .netem), seed: 7)
         for k in 0..<count { harness.offer(udp(UInt64(k)), at: t0 + UInt64(k) * second) }
         harness.drain()
         let samples = harness.departures.map { Double($0.time - (t0 + $0.id * second)) }

@@ -37,7 +37,7 @@ final class ProfileParserTests: XCTestCase {
     }
 
     private static let directionKeys =
-        #""rate", "delay", "jitter", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "ecn", "trace""#
+        #""rate", "delay", "jitter", "jitterModel", "loss", "duplicate", "corrupt", "reorder", "slot", "queueLimit", "queue", "ecn", "trace", "delayTrace", "lossTrace""#
 
     // MARK: The five "done when" cases
 

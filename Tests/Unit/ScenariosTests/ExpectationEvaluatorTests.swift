@@ -52,7 +52,7 @@ final class ExpectationEvaluatorTests: XCTestCase {
             ExpectationResult(
                 name: "notices", rule: "reachability reaches offline within 12 s of step 'tunnel'", lane: .reachability,
                 passed: true, evidence: "offline at 17.412 s, 7.412 s after 'tunnel' started; limit 12 s",
-                measured: 7.412, limit: 12))
+                measured: 7.412, limit: 12, at: 17.412, step: "tunnel", holds: false))
     }
 
     func testReachesExactlyAtTheLimitPasses() {
@@ -156,7 +156,7 @@ final class ExpectationEvaluatorTests: XCTestCase {
             ExpectationResult(
                 name: "kept", rule: "path holds satisfied during step 'lte'", lane: .path, passed: false,
                 evidence: "no path state recorded by 0.000 s, when the check began; not satisfied for 0.500 s of "
-                    + "10.000 s checked (0.000–10.000 s)"))
+                    + "10.000 s checked (0.000–10.000 s)", at: 0, step: "lte", holds: true))
         let graced = evaluate(holds(.path, "satisfied", during: "lte", grace: 500), pathEvents)
         XCTAssertTrue(graced.passed)
         XCTAssertEqual(graced.rule, "path holds satisfied during step 'lte' (after a 0.5 s grace)")
@@ -311,5 +311,24 @@ final class ExpectationEvaluatorTests: XCTestCase {
         XCTAssertFalse(evaluate(expectation, events).passed)
         expectation.family = nil
         XCTAssertFalse(evaluate(expectation, events).passed, "the overall state never went offline")
+    }
+
+    // MARK: when each verdict was settled
+
+    /// The reports mark an expectation where its verdict was settled: when the state was reached, when the
+    /// window ran out without it, when a held state was first left, or when the step it held through ended.
+    func testEachVerdictKnowsWhenItWasSettled() {
+        XCTAssertEqual(evaluate(reaches(.reachability, "offline", within: 12_000, after: "tunnel"), tunnelEvents).at, 17.412)
+        XCTAssertEqual(evaluate(reaches(.reachability, "offline", within: 5_000, after: "tunnel"), tunnelEvents).at, 15, "late: judged when the window ran out")
+        XCTAssertEqual(evaluate(reaches(.reachability, "portal", within: 5_000, after: "tunnel"), tunnelEvents).at, 15, "never: judged when the window ran out")
+        XCTAssertEqual(evaluate(reaches(.reachability, "portal", within: 60_000, after: "3g"), tunnelEvents).at, 45, "never, and the run ended first")
+        XCTAssertEqual(evaluate(reaches(.reachability, "online", within: 5_000, after: "lte"), tunnelEvents).at, 1.2)
+        let held = evaluate(holds(.reachability, "online", during: "lte", grace: 2_000), tunnelEvents)
+        XCTAssertTrue(held.passed)
+        XCTAssertEqual(held.at, 10, "held: judged when the step ended")
+        let left = evaluate(holds(.reachability, "online", during: "tunnel"), tunnelEvents)
+        XCTAssertFalse(left.passed)
+        XCTAssertEqual(left.at, 17.412, "left: judged when the state was first left")
+        XCTAssertNil(evaluate(holds(.path, "satisfied", during: "missing"), tunnelEvents).at, "a step that did not run settles nothing")
     }
 }

@@ -324,11 +324,11 @@ final class ScenarioParserTests: XCTestCase {
         assertError(
             error, .unknownKey, path: "$.stpes", line: 3, column: 3,
             problem: #"unknown key "stpes" (did you mean "steps"?)"#,
-            expected: #"one of "name", "description", "cellular", "probe", "steps", "expectations""#)
+            expected: #"one of "name", "description", "links", "cellular", "probe", "steps", "expectations""#)
         XCTAssertEqual(
             error?.description,
             #"scenarios/bad.json: $.stpes (line 3, column 3): unknown key "stpes" (did you mean "steps"?): "#
-                + #"expected one of "name", "description", "cellular", "probe", "steps", "expectations""#)
+                + #"expected one of "name", "description", "links", "cellular", "probe", "steps", "expectations""#)
     }
 
     func testTopLevelShape() {
@@ -569,7 +569,7 @@ final class ScenarioParserTests: XCTestCase {
             stepError(#"{"name": "x", "link": "down", "side": "router", "interface": "cellular", "hold": "1s"}"#),
             .needsCellular, path: "$.steps[0].interface", line: 4, column: 66,
             problem: "the step acts on the cellular link, and the scenario does not ask for it",
-            expected: #""cellular": true at the top of the scenario, so the sandbox gets its cellular link (ww0)"#)
+            expected: #""links": ["wifi", "cellular"] at the top of the scenario, so the sandbox gets its cellular link (ww0)"#)
         assertError(
             stepError(#"{"name": "x", "defaultRoute": "remove", "interface": "cellular", "hold": "1s"}"#),
             .needsCellular, path: "$.steps[0].interface", line: 4, column: 58)
@@ -580,6 +580,42 @@ final class ScenarioParserTests: XCTestCase {
         assertError(
             stepError(#"{"name": "x", "handover": "cellular", "hold": "1s"}"#, top: [#""cellular": false"#]),
             .needsCellular, path: "$.steps[0].handover", line: 5, column: 31)
+        assertError(
+            stepError(#"{"name": "x", "handover": "cellular", "hold": "1s"}"#, top: [#""links": ["wifi"]"#]),
+            .needsCellular, path: "$.steps[0].handover", line: 5, column: 31)
+    }
+
+    func testLinksNameTheShapeTheScenarioIsWrittenFor() throws {
+        let both = try parse(document(top: [#""links": ["wifi", "cellular"]"#], steps: [#"{"name": "x", "handover": "cellular", "hold": "1s"}"#]))
+        XCTAssertEqual(both.links, [.wifi, .cellular])
+        XCTAssertTrue(both.cellular)
+        XCTAssertEqual(both.neededLinks, [.wifi, .cellular])
+        let wifi = try parse(document(top: [#""links": ["wifi"]"#], steps: [Self.lte]))
+        XCTAssertEqual(wifi.links, [.wifi])
+        XCTAssertFalse(wifi.cellular)
+        // Not declared: wifi, and nothing said about the shape.
+        let undeclared = try parse(document(steps: [Self.lte]))
+        XCTAssertNil(undeclared.links)
+        XCTAssertEqual(undeclared.neededLinks, [.wifi])
+        // Written back as read.
+        XCTAssertEqual(try parse(ScenarioParser.jsonText(of: both)).links, [.wifi, .cellular])
+
+        assertError(
+            parseError(document(top: [#""links": ["cellular"]"#], steps: [Self.lte])), .outOfRange, path: "$.links", line: 3, column: 12,
+            problem: "every sandbox has wifi, and the list leaves it out",
+            expected: #"the links the scenario is written for: ["wifi"] or ["wifi", "cellular"]"#)
+        assertError(
+            parseError(document(top: [#""links": []"#], steps: [Self.lte])), .outOfRange, path: "$.links", line: 3, column: 12,
+            problem: "the list of links is empty")
+        assertError(
+            parseError(document(top: [#""links": ["wifi", "wifi"]"#], steps: [Self.lte])), .duplicateName, path: "$.links[1]",
+            line: 3, column: 21, problem: #""wifi" is listed twice"#)
+        assertError(
+            parseError(document(top: [#""links": ["wifi", "wlan0"]"#], steps: [Self.lte])), .invalidValue, path: "$.links[1]",
+            line: 3, column: 21, problem: #""wlan0" is not a link of the sandbox (did you mean "wifi"?)"#)
+        assertError(
+            parseError(document(top: [#""links": ["wifi"]"#, #""cellular": true"#], steps: [Self.lte])), .conflict, path: "$.cellular",
+            line: 4, column: 15, problem: #""cellular" cannot be combined with "links""#)
     }
 
     // MARK: Expectations
@@ -862,8 +898,11 @@ final class ScenarioParserTests: XCTestCase {
 
     func testValidateAppliesTheRulesOfAFile() {
         let lte = ScenarioStep(name: "lte", action: .apply(profile: "lte"), hold: s(10))
+        var wifiButCellular = Scenario(name: "t", links: [.wifi], steps: [lte])
+        wifiButCellular.cellular = true
         let cases: [(Scenario, ScenarioError.Kind, String, String)] = [
             (Scenario(name: "t", steps: []), .outOfRange, "$.steps", "the list of steps is empty"),
+            (wifiButCellular, .conflict, "$.cellular", #""cellular": true disagrees with "links""#),
             (
                 Scenario(name: "t", steps: [lte, lte]), .duplicateName, "$.steps[1].name",
                 #"a step named "lte" already exists (step 1)"#

@@ -70,12 +70,12 @@ final class ShippedScenariosTests: XCTestCase {
         XCTAssertThrowsError(try ScenarioParser.parse(text: text, source: "scenarios/tunnel.json", catalog: catalog)) {
             XCTAssertEqual(
                 "\($0)",
-                #"scenarios/tunnel.json: $.expectations[2].after (line 19, column 115): no step named "tunel" (did "#
+                #"scenarios/tunnel.json: $.expectations[2].after (line 20, column 115): no step named "tunel" (did "#
                     + #"you mean "tunnel"?): expected the name of a step: one of "lte", "tunnel", "3g", "lte-again""#)
         }
         let format = try String(contentsOfFile: Self.root.appendingPathComponent("scenarios/FORMAT.md").path, encoding: .utf8)
         XCTAssertTrue(format.contains(
-            #"scenarios/tunnel.json: $.expectations[2].after (line 19, column 115): no step named "tunel" (did you "#
+            #"scenarios/tunnel.json: $.expectations[2].after (line 20, column 115): no step named "tunel" (did you "#
                 + #"mean "tunnel"?): expected the name of a step: one of "lte", "tunnel", "3g", "lte-again""#))
     }
 
@@ -127,9 +127,10 @@ final class ShippedScenariosTests: XCTestCase {
         XCTAssertTrue(handover.expectations.contains {
             $0.lane == .reachability && $0.rule == .holds(state: "online", duringStep: "to-cellular", grace: s(5))
         })
-        // Without "cellular": true the same file is refused.
+        XCTAssertEqual(handover.links, [.wifi, .cellular])
+        // With wifi alone the same file is refused.
         let text = try String(contentsOfFile: Self.directory + "/handover.json", encoding: .utf8)
-            .replacingOccurrences(of: "\"cellular\": true", with: "\"cellular\": false")
+            .replacingOccurrences(of: #""links": ["wifi", "cellular"]"#, with: #""links": ["wifi"]"#)
         XCTAssertThrowsError(try ScenarioParser.parse(text: text, source: "handover.json", catalog: catalog)) { error in
             XCTAssertEqual((error as? ScenarioError)?.kind, .needsCellular)
         }

@@ -20,11 +20,11 @@ enum ReportFixtures {
         return TimelineEvent(t: ns(t), lane: .conditions, kind: TimelineKind.conditionsChanged, summary: "\(action): \(state) on the wire", state: state, details: details)
     }
 
-    static func path(_ t: Double, _ state: String, baseline: Bool = false, interfaces: String = "wl0") -> TimelineEvent {
+    static func path(_ t: Double, _ state: String, baseline: Bool = false, interfaces: String = "wl0", expensive: Bool = false) -> TimelineEvent {
         TimelineEvent(
             t: ns(t), lane: .path, kind: TimelineKind.pathUpdate, summary: "path \(state) (\(interfaces))", state: state,
             details: [
-                "reason": .null, "interfaces": .string(interfaces), "expensive": .bool(false), "constrained": .bool(false),
+                "reason": .null, "interfaces": .string(interfaces), "expensive": .bool(expensive), "constrained": .bool(false),
                 "ipv4": .bool(true), "ipv6": .bool(true), "dns": .bool(true), "baseline": .bool(baseline), "latencyMs": .number(0.4),
             ])
     }
@@ -116,13 +116,15 @@ enum ReportFixtures {
         let expectations = [
             ExpectationResult(
                 name: "offline-in-tunnel", rule: "reachability reaches offline within 8 s of step 'tunnel'", lane: .reachability,
-                passed: true, evidence: "offline at 14.102 s, 6.102 s after 'tunnel' started", measured: 6.102, limit: 8),
+                passed: true, evidence: "offline at 14.102 s, 6.102 s after 'tunnel' started", measured: 6.102, limit: 8,
+                at: 14.102, step: "tunnel", holds: false),
             ExpectationResult(
                 name: "path-stays-satisfied", rule: "path stays satisfied during step 'tunnel'", lane: .path, passed: true,
-                evidence: "path satisfied throughout 'tunnel' (8.000 s – 20.000 s)"),
+                evidence: "path satisfied throughout 'tunnel' (8.000 s – 20.000 s)", at: 20, step: "tunnel", holds: true),
             ExpectationResult(
                 name: "online-after-3g", rule: "reachability reaches online within 2.5 s of step 'exit-3g'", lane: .reachability,
-                passed: false, evidence: "online at 23.108 s, 3.108 s after 'exit-3g' started (limit 2.500 s)", measured: 3.108, limit: 2.5),
+                passed: false, evidence: "online at 23.108 s, 3.108 s after 'exit-3g' started (limit 2.500 s)", measured: 3.108, limit: 2.5,
+                at: 22.5, step: "exit-3g", holds: false),
         ]
         let metadata = RunMetadata(
             name: "tunnel", description: "Drive into a tunnel: LTE, then 100 % loss for 12 s, out on 3G, back to LTE.",

@@ -235,7 +235,7 @@ final class ReportWriterTests: XCTestCase {
         XCTAssertTrue(markdown.hasPrefix("# linkcond run: tunnel\n"))
         XCTAssertTrue(markdown.contains("**Verdict: FAIL** — 2 of 3 expectations passed."))
         XCTAssertTrue(markdown.contains("## Reaction times"))
-        XCTAssertTrue(markdown.contains("| 2 | 8.041 | tunnel | lte → 100-loss | did not react | offline after 6.061 s | offline after 6.959 s |"))
+        XCTAssertTrue(markdown.contains("| 2 | 8.041 | tunnel | lte → 100-loss | did not react (as expected: path-stays-satisfied) | offline after 6.061 s | offline after 6.959 s |"))
         for expectation in report.expectations { XCTAssertTrue(markdown.contains(expectation.name)) }
         XCTAssertTrue(markdown.contains("State changes over the run: conditions 3 · path 0 · reachability 3 · app 2."))
     }

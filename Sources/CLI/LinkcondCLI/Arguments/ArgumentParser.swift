@@ -95,10 +95,13 @@ struct ArgumentParser {
                 return
             } else if Self.isHelpFlag(argument) {
                 continue  // already seen by parse()
-            } else if argument.hasPrefix("--") {
-                try longOption(argument)
             } else if Self.looksLikeOption(argument) {
-                try shortOption(argument)
+                do {
+                    if argument.hasPrefix("--") { try longOption(argument) } else { try shortOption(argument) }
+                } catch where command.allowsPassthrough && !isKnownOption(argument) {
+                    // `linkcond exec curl -s URL`: the command's own options, before the `--` that passes them on.
+                    throw passthroughHint(error, from: index - 1)
+                }
             } else if !command.subcommands.isEmpty {
                 if let subcommand = command.subcommand(named: argument) {
                     chain.append(subcommand)
@@ -113,6 +116,17 @@ struct ArgumentParser {
                 loosePositionals.append(argument)
             }
         }
+    }
+
+    /// `error` with the command line that was probably meant: the passthrough command's words (those taken
+    /// as positionals so far, and the arguments from `offset` on) after `--`.
+    private func passthroughHint(_ error: UsageError, from offset: Int) -> UsageError {
+        var before = Array(arguments[..<offset])
+        for name in path.dropFirst() { if let word = before.firstIndex(of: name) { before.remove(at: word) } }
+        let start = before.firstIndex { loosePositionals.first == $0 } ?? before.count
+        let words = (before[start...] + arguments[offset...]).map { $0.contains(" ") ? "'\($0)'" : $0 }
+        let line = (path + before[..<start] + ["--"] + words).joined(separator: " ")
+        return UsageError(error.message, hint: "the command to run goes after '--': \(line)", commandPath: error.commandPath)
     }
 
     /// `help SUBCOMMAND…`: the rest of the line names the command to show help for.
@@ -209,6 +223,9 @@ struct ArgumentParser {
             }
         }
         if let extra = remaining.first {
+            if command.allowsPassthrough, passthrough == nil {
+                throw passthroughHint(.unexpectedArgument(extra, passthrough: true, path: path), from: arguments.count)
+            }
             throw .unexpectedArgument(extra, passthrough: command.allowsPassthrough, path: path)
         }
         return assigned

@@ -46,33 +46,10 @@ enum MonitorCommand {
         return 0
     }
 
-    /// Which namespace a name refers to: the device and inode of its nsfs file.
-    struct NamespaceIdentity: Equatable {
-        let device: UInt64
-        let inode: UInt64
-
-        init?(path: String) {
-            var info = stat()
-            guard stat(path, &info) == 0 else { return nil }
-            device = UInt64(info.st_dev)
-            inode = UInt64(info.st_ino)
-        }
-    }
-
-    struct Line<T: Encodable>: Encodable {
-        let t: Double
-        let lane: String
-        let event: T
-    }
-
     static func emit<T: Encodable>(lane: String, json: Bool, origin: UInt64, time: UInt64, line: String, object: T) {
         let seconds = Double(Int64(bitPattern: time &- origin)) / 1e9
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            if let data = try? encoder.encode(Line(t: seconds, lane: lane, event: object)) {
-                Output.print(String(decoding: data, as: UTF8.self))
-            }
+            if let text = UpdateLine.json(lane: lane, update: object, time: time, origin: origin) { Output.print(text) }
         } else {
             Output.print(String(format: "%9.3fs  ", seconds) + lane.padding(toLength: 13, withPad: " ", startingAt: 0) + line)
         }

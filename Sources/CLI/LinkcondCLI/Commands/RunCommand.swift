@@ -12,22 +12,21 @@ enum RunCommand {
     static func run(_ parsed: ParsedCommand) throws -> Int32 {
         let reference = parsed.positional("scenario")!
         let catalog = try ProfileCatalog.locate()
-        let path = try locate(reference, catalog: catalog)
-        let scenario = try ScenarioParser.load(path: path, catalog: catalog)
+        let scenario = try ScenarioCatalog.beside(catalog).scenario(reference, profiles: catalog)
         if let name = parsed.value("name"), !SandboxTopology.isValidName(name) {
             throw UsageError("'\(name)' is not a usable sandbox name", hint: "use 1 to 20 lowercase letters, digits and '-'", commandPath: parsed.commandPath)
         }
+        var bringUp: Sandbox.ServerLaunch?
         if let name = parsed.value("name") {
-            // Checked before the report directory is made: a run that cannot start leaves nothing behind.
+            // A sandbox that is not up is brought up for the run (and left up), as `apply` does.
             let sandbox = Sandbox(topology: try SandboxTopology(name: name))
-            guard let state = sandbox.look(for: "run").state, sandbox.isHealthy(state) else { throw SandboxError.notUp(name: name) }
+            if !(sandbox.look(for: "run").state.map(sandbox.isHealthy) ?? false) {
+                bringUp = SandboxCommands.serveLaunch(sandbox, executable: try SandboxCommands.ownExecutable())
+                Output.errorRaw("linkcond: sandbox '\(name)' is not up: the run brings it up (\(scenario.neededLinks.map(\.rawValue).joined(separator: " and "))) and leaves it up")
+            }
         }
+        // Made by the run once it has a sandbox: a run that cannot start leaves nothing behind.
         let directory = parsed.value("report") ?? "linkcond-reports/\(scenario.name)"
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw CommandFailure("cannot create the report directory \(directory): \(error.localizedDescription)")
-        }
         Interrupts.install()
         let terminal = isatty(STDERR_FILENO) == 1
         let seconds = String(format: "%.0f", Double(scenario.duration) / 1e9)
@@ -46,7 +45,7 @@ enum RunCommand {
         let options = ScenarioRunOptions(
             sandboxName: parsed.value("name"), reportDirectory: directory, observeCommand: parsed.value("observe"),
             catalogDirectory: catalog.directory, progress: progress, isCancelled: { Interrupts.received },
-            backend: SandboxCommands.backendChoice(parsed))
+            backend: SandboxCommands.backendChoice(parsed), bringUp: bringUp)
         let outcome = try ScenarioRunner.run(scenario, options: options)
         if terminal { Output.standardError("\r\u{1b}[K") }
         let results = outcome.report.expectations
@@ -61,16 +60,5 @@ enum RunCommand {
         Output.print("reports: " + outcome.files.map { ($0 as NSString).lastPathComponent }.joined(separator: ", ") + " in \(directory)")
         if outcome.interrupted { return 130 }
         return outcome.passed ? 0 : 1
-    }
-
-    /// A path, or a name from the `scenarios/` folder next to the profile catalog.
-    static func locate(_ reference: String, catalog: ProfileCatalog) throws -> String {
-        if FileManager.default.fileExists(atPath: reference) { return reference }
-        if !reference.contains("/") {
-            let candidate = ((catalog.directory as NSString).deletingLastPathComponent as NSString)
-                .appendingPathComponent("scenarios/\(reference.hasSuffix(".json") ? reference : reference + ".json")")
-            if FileManager.default.fileExists(atPath: candidate) { return candidate }
-        }
-        throw CommandFailure("no scenario file '\(reference)' (give a path, or a name from the scenarios/ folder)")
     }
 }

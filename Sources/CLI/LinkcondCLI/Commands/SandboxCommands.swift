@@ -44,7 +44,7 @@ enum SandboxCommands {
         let conditioning = SandboxConditioning(sandbox: sandbox, engineExecutable: executable)
         let (backend, outcome) = try conditioning.prepare(
             backendChoice(parsed), cellular: parsed.flag("cellular"), server: serveLaunch(sandbox, executable: executable),
-            isCancelled: { Interrupts.received }, progress: Output.progress)
+            addingCellular: true, isCancelled: { Interrupts.received }, progress: Output.progress)
         if parsed.flag("json") {
             try Output.json(try sandbox.status())
             return 0
@@ -55,6 +55,9 @@ enum SandboxCommands {
         case .created?: Output.print("sandbox '\(topology.name)' is up (\(held)): \(namespaces)")
         case .rebuilt?: Output.print("sandbox '\(topology.name)' was incomplete or broken and has been rebuilt (\(held)): \(namespaces)")
         case .repaired?: Output.print("sandbox '\(topology.name)' had a process that died: started it again, nothing else changed (\(held)): \(namespaces)")
+        case .extended?:
+            Output.print("sandbox '\(topology.name)' was up with wifi alone: added the cellular link \(SandboxPlan.cellularInterface)"
+                + (backend.kind == .userspace ? " (the engine was started again to forward it; each link's conditions were put back)" : "") + " (\(held)): \(namespaces)")
         case .alreadyUp?, nil: Output.print("sandbox '\(topology.name)' is up already (\(held)): \(namespaces)")
         }
         Output.print("try: linkcond exec\(SandboxError.nameOption(topology.name)) -- curl -s -o /dev/null -w '%{http_code}\\n' http://\(SandboxPlan.serverName)/generate_204")
@@ -92,26 +95,12 @@ enum SandboxCommands {
     }
 
     static func status(_ parsed: ParsedCommand) throws -> Int32 {
-        let store = SandboxStore.standard
-        var listings: [SandboxListing] = []
-        if let name = parsed.value("name") {
-            guard SandboxTopology.isValidName(name) else {
-                throw UsageError("'\(name)' is not a usable sandbox name", commandPath: parsed.commandPath)
-            }
-            if let listing = Sandbox(topology: try SandboxTopology(name: name), store: store).listing() { listings.append(listing) }
-        } else {
-            listings = Sandbox.listAll(store: store)
+        if let name = parsed.value("name"), !SandboxTopology.isValidName(name) {
+            throw UsageError("'\(name)' is not a usable sandbox name", commandPath: parsed.commandPath)
         }
-        // What only the conditioning layer sees: an engine that does not answer, a change that never finished.
-        listings = listings.map { listing in
-            guard case var .status(status) = listing, let topology = try? SandboxTopology(name: status.name) else { return listing }
-            let sandbox = Sandbox(topology: topology, store: store)
-            status.problems += SandboxConditioning(sandbox: sandbox, engineExecutable: nil).problems(in: sandbox.look(for: "status"))
-            status.healthy = status.problems.isEmpty && status.complete
-            return .status(status)
-        }
+        let listings = SandboxConditioning.listings(store: .standard, named: parsed.value("name"))
         if parsed.flag("json") {
-            try Output.json(listings.map(StatusJSON.init))
+            try Output.json(listings)
         } else if listings.isEmpty {
             Output.print(parsed.value("name").map { "sandbox '\($0)' is not up" } ?? "no sandboxes are up (create one with 'linkcond up')")
         } else {
@@ -130,21 +119,6 @@ enum SandboxCommands {
             return true
         }
         return broken ? 1 : 0
-    }
-
-    /// A listing as `status --json` prints it: a status, or a damaged sandbox with what was found.
-    struct StatusJSON: Encodable {
-        let listing: SandboxListing
-        init(_ listing: SandboxListing) { self.listing = listing }
-
-        func encode(to encoder: Encoder) throws {
-            switch listing {
-            case let .status(status): try status.encode(to: encoder)
-            case let .damaged(name, detail, leftovers, busy):
-                struct Damaged: Encodable { let name: String; let healthy = false; let damaged: String; let leftovers: [String]; let busy: String? }
-                try Damaged(name: name, damaged: detail, leftovers: leftovers, busy: busy).encode(to: encoder)
-            }
-        }
     }
 
     static func render(_ listing: SandboxListing) -> String {
@@ -166,6 +140,12 @@ enum SandboxCommands {
         head += "\(status.cellular ? ", with cellular" : ""), created \(status.createdAt)"
         lines.append(head)
         for problem in status.problems { lines.append("  problem: \(problem)") }
+        for entry in status.conditions {
+            var line = "  \(entry.link): " + (entry.profile.map { "profile '\($0)' applied \(entry.appliedAt ?? "-")" } ?? "no conditions")
+            if let source = entry.source { line += " (\(source))" }
+            if let until = entry.until { line += ", until \(until), then " + (entry.then.map { "'\($0)'" } ?? "no conditions") }
+            lines.append(line)
+        }
         for process in status.processes {
             lines.append("  \(process.role): pid \(process.pid), \(process.running ? "running" : "not running")")
         }

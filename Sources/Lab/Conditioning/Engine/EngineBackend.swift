@@ -183,6 +183,10 @@ public struct EngineBackend: ConditioningBackend {
                 main.engine?.sendFailures = held.sendFailures
                 main.engine?.truncated = held.truncated
                 main.engine?.oversized = held.oversized
+                main.engine?.sojourn = held.sojourn
+                main.engine?.totals = held.totals.map {
+                    .init(offered: $0.offeredFrames, sent: $0.passedFrames, lost: $0.lostFrames, queueDropped: $0.queueDroppedFrames)
+                }
                 var stages = [main]
                 if dnsDelay > 0 {
                     var dns = Self.stage(handle: "dns", conditions, extraDelay: dnsDelay, DirectionCounters(), agrees: agrees)
@@ -216,19 +220,26 @@ public struct EngineBackend: ConditioningBackend {
         return outcome
     }
 
-    private static func stage(
+    static func stage(
         handle: String, _ conditions: LinkConditions, extraDelay: UInt64, _ counters: DirectionCounters, agrees: Bool?
     ) -> InstalledSite.Stage {
         var held = conditions
         held.delay += extraDelay
+        // The held-bytes drops are part of the queue drops (counted as tail drops here).
+        var engine = InstalledSite.EngineCounters(
+            lost: counters.lostFrames, queueDropped: counters.queueDroppedFrames, duplicated: counters.duplicatedFrames,
+            corrupted: counters.corruptedFrames, reordered: counters.reorderedFrames, ecnMarked: counters.ecnMarkedFrames)
+        engine.tailDropped = counters.tailDroppedFrames + counters.heldLimitDroppedFrames
+        engine.headDropped = counters.headDroppedFrames
+        engine.codelDropped = counters.codelDroppedFrames
+        engine.pieDropped = counters.pieDroppedFrames
+        engine.redDropped = counters.redDroppedFrames
+        engine.orderHolds = counters.orderHolds
+        engine.jitterReordered = counters.jitterReorderedFrames
         return InstalledSite.Stage(
             kind: "engine", handle: handle, parent: "-", conditions: held, limit: conditions.effectiveQueueLimit(extraDelay: extraDelay),
             agreesWithRecord: agrees, sentPackets: counters.passedFrames, sentBytes: counters.passedBytes,
-            dropped: counters.lostFrames + counters.queueDroppedFrames + counters.heldLimitDroppedFrames, overlimits: 0,
-            backlogBytes: counters.backlogBytes, backlogPackets: counters.backlogFrames,
-            engine: InstalledSite.EngineCounters(
-                lost: counters.lostFrames, queueDropped: counters.queueDroppedFrames + counters.heldLimitDroppedFrames,
-                duplicated: counters.duplicatedFrames, corrupted: counters.corruptedFrames, reordered: counters.reorderedFrames,
-                ecnMarked: counters.ecnMarkedFrames))
+            dropped: counters.lostFrames + counters.queueDroppedFrames, overlimits: 0,
+            backlogBytes: counters.backlogBytes, backlogPackets: counters.backlogFrames, engine: engine)
     }
 }

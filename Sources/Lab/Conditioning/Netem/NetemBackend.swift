@@ -222,6 +222,7 @@ public struct NetemBackend: ConditioningBackend {
                     var conditions: LinkConditions?
                     var limit: UInt32?
                     var agrees: Bool?
+                    var notes: [String] = []
                     if qdisc.kind == "netem" {
                         let read = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
                         conditions = NetemMapping.conditions(from: read)
@@ -232,6 +233,13 @@ public struct NetemBackend: ConditioningBackend {
                             if agrees == true {
                                 var shown = expected.conditions
                                 shown.delay += expected.extraDelay
+                                if shown.jitter > 0, shown.effectiveJitterModel == .ordered {
+                                    // netem has one jitter model: what the kernel holds is netem's.
+                                    shown.jitterModel = .netem
+                                    notes.append(
+                                        "the profile asks for the ordered jitter model, which netem does not have: netem draws each "
+                                            + "packet's delay on its own and lets packets overtake; use the userspace engine for ordered jitter")
+                                }
                                 conditions = shown
                             }
                         } else if record != nil {
@@ -243,6 +251,7 @@ public struct NetemBackend: ConditioningBackend {
                         limit: limit, agreesWithRecord: agrees, sentPackets: UInt64(qdisc.statistics.packets), sentBytes: qdisc.statistics.bytes,
                         dropped: UInt64(qdisc.statistics.drops), overlimits: UInt64(qdisc.statistics.overlimits),
                         backlogBytes: UInt64(qdisc.statistics.backlogBytes), backlogPackets: UInt64(qdisc.statistics.queueLength)))
+                    stages[stages.count - 1].notes = notes
                 }
                 result.append(InstalledSite(site: site, stages: stages))
             }

@@ -83,7 +83,11 @@ extension NetemMapping {
     public static func conditions(from parameters: NetemParameters) -> LinkConditions {
         let fraction = NetemProbability.shortestFraction
         var conditions = LinkConditions(delay: parameters.delay, jitter: parameters.jitter, queueLimit: parameters.limit, ecn: parameters.ecn)
-        if parameters.jitter > 0 { conditions.delayCorrelation = fraction(parameters.delayCorrelation) }
+        if parameters.jitter > 0 {
+            conditions.delayCorrelation = fraction(parameters.delayCorrelation)
+            // netem has one jitter model, its own.
+            conditions.jitterModel = .netem
+        }
         if let model = parameters.lossModel {
             switch model {
             case let .gilbertElliott(p, r, h, k1):
