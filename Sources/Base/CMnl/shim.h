@@ -20,6 +20,7 @@
 #include <linux/veth.h>
 #include <linux/pkt_sched.h>
 #include <linux/pkt_cls.h>
+#include <linux/tc_act/tc_mirred.h>
 #include <linux/net_namespace.h>
 #include <linux/gen_stats.h>
 
