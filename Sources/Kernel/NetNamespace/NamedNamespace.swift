@@ -26,7 +26,7 @@ public struct NamedNamespace: Sendable, Hashable {
         guard Self.exists(name) else { throw .notFound(name: name) }
     }
 
-    private init(unchecked name: String) {
+    init(unchecked name: String) {
         self.name = name
     }
 
@@ -86,7 +86,7 @@ public struct NamedNamespace: Sendable, Hashable {
         return namespace
     }
 
-    private static func prepareRunDirectory() throws(NamespaceError) {
+    static func prepareRunDirectory() throws(NamespaceError) {
         if mkdir(runDirectory, 0o755) != 0 && errno != EEXIST {
             throw .system(operation: "create \(runDirectory)", errno: errno)
         }

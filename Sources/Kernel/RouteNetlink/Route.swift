@@ -41,6 +41,14 @@ public struct Route: Sendable, Equatable {
     /// Attributes of the route that make it more than one interface's: `RTA_MULTIPATH`, `RTA_NH_ID`,
     /// `RTA_ENCAP`, `RTA_VIA` (names as iproute2's words: `nexthop`, `nhid`, `encap`, `via inet6`).
     public var compound: [String] = []
+    /// The interfaces of the next hops of a route through several (`RTA_MULTIPATH`'s `rtnh_ifindex`).
+    public var nextHopInterfaces: [Int32] = []
+
+    /// True when the route sends anything through interface `index`: as its output interface or as one of
+    /// its next hops.
+    public func uses(interface index: Int32) -> Bool {
+        outputInterface == index || nextHopInterfaces.contains(index)
+    }
 
     /// A value with these fields.
     public init(
@@ -98,7 +106,15 @@ public struct Route: Sendable, Equatable {
             case RTA_CACHEINFO.rawValue:
                 // struct rta_cacheinfo: rta_expires (clock ticks, USER_HZ = 100 a second) is the third u32.
                 if let ticks = attributes.payload.load(UInt32.self, at: 8), ticks > 0 { route.expires = (ticks + 99) / 100 }
-            case RTA_MULTIPATH.rawValue: route.compound.append("nexthop")
+            case RTA_MULTIPATH.rawValue:
+                route.compound.append("nexthop")
+                // struct rtnexthop { u16 rtnh_len; u8 flags; u8 hops; s32 rtnh_ifindex } + attributes, aligned.
+                let hops = attributes.payload
+                var offset = 0
+                while let length = hops.load(UInt16.self, at: offset), length >= 8, let index = hops.load(Int32.self, at: offset + 4) {
+                    route.nextHopInterfaces.append(index)
+                    offset += netlinkAlign(Int(length))
+                }
             case RTA_NH_ID.rawValue: route.compound.append("nhid")
             case RTA_ENCAP.rawValue: route.compound.append("encap")
             case RTA_VIA.rawValue: route.compound.append("via inet6")

@@ -94,6 +94,9 @@ public struct SandboxState: Sendable, Equatable {
     public var generation: UInt64 = 0
     /// A change sent and not confirmed yet (see ``PendingChange``); nil normally.
     public var pending: PendingChange?
+    /// For an attachment (linkcond conditioning a namespace it does not own): what it attached to and did,
+    /// the journal detach works from; nil for a sandbox.
+    public var attachment: AttachmentRecord?
 
     /// A fresh record for sandbox `name`.
     public init(name: String, cellular: Bool, wire: Bool = false, backend: String? = nil) {
