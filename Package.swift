@@ -132,7 +132,7 @@ let package = Package(
         // The engine between real namespaces (root).
         .testTarget(
             name: "PacketEngineIntegrationTests",
-            dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase"]),
+            dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "NetNamespace", "RouteNetlink", "Netlink", "LinkcondBase", "CPacket"]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "LinkcondSystemTests", dependencies: ["LinkcondSystem"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),

@@ -11,7 +11,8 @@ import RouteNetlink
 ///   CPU each forwarder spends per Gbit/s (rounds interleaved, best and median reported, so a burst of other
 ///   work on the machine hits every subject alike);
 /// - the round-trip time the engine adds over a bare veth pair (ICMP echo, median and p99);
-/// - departure lateness under a 50 ms delay at 1,000 and 50,000 frames/s.
+/// - departure lateness under a 50 ms delay at 1,000 and 50,000 frames/s;
+/// - an unconditioned UDP flood, with where every lost datagram went (EngineBenchFlood.swift).
 ///
 ///   sudo .build/release/linkcond-bench engine
 enum EngineBench {
@@ -59,7 +60,7 @@ enum EngineBench {
         var late: Double
     }
 
-    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt` and `lateness`
+    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt`, `lateness` and `flood`
     /// (empty: all), `rounds=N` sets the throughput rounds. Failures are printed, never thrown; everything is
     /// removed at the end.
     static func run(parts requested: Set<String> = []) {
@@ -100,6 +101,16 @@ enum EngineBench {
         var lateness: [LatenessRow] = []
         if all || parts.contains("lateness") { attempt("departure lateness") { lateness = try measureLateness() } }
         printTables(subjects, echoes, lateness)
+        if all || parts.contains("flood") {
+            print("")
+            print("Unconditioned UDP flood through the engine, 2 s, where every datagram went")
+            for payload in [64, 1472] {
+                attempt("flood of \(payload)-byte datagrams") {
+                    let outcome = try EngineFlood.run(payload: payload, seconds: 2)
+                    print("  \(payload) B: \(outcome.text)")
+                }
+            }
+        }
         let dispatch = EngineBenchDispatch.measure()
         print("")
         print(String(
@@ -185,7 +196,7 @@ enum EngineBench {
                 operation: "engine: ICMP echo round trip through the wire (\(echoes) samples)", ours_us: Summary(roundTrips[engine.name] ?? []),
                 floor_us: Summary(roundTrips[bare.name] ?? []), peers: Summary(roundTrips[veth.name] ?? []).map { ["bare veth pair": $0] } ?? [:],
                 notes: []),
-        ] + lateness
+        ] + lateness + EngineFlood.rows()
     }
 
 

@@ -7,7 +7,7 @@
 //   sudo .build/release/linkcond-bench apply [N]       linkcond apply as a process against the tc pair only
 //   sudo .build/release/linkcond-bench scale [N]       N sandboxes with engines (default 200) only
 //   sudo .build/release/linkcond-bench prober          the prober's detection of 100% loss only (about 3 minutes)
-//   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [rounds=N]   the engine's detailed tables
+//   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [flood] [rounds=N]   the engine's detailed tables
 //   sudo LINKCOND_STORE=DIR .build/release/linkcond-bench health NAME   the health check of a sandbox, in process
 //
 // Nothing outside the namespaces, sandboxes and stores it names after its process id is touched; they are
@@ -58,7 +58,7 @@ guard geteuid() == 0 else {
     FileHandle.standardError.write(Data("linkcond-bench: needs root (it creates a throwaway network namespace)\n".utf8))
     exit(1)
 }
-// `linkcond-bench engine [throughput] [rtt] [lateness]` runs only the userspace engine's rows (EngineBench*.swift).
+// `linkcond-bench engine [throughput] [rtt] [lateness] [flood]` runs only the userspace engine's rows (EngineBench*.swift).
 if CommandLine.arguments.dropFirst().first == "engine" {
     EngineBench.run(parts: Set(CommandLine.arguments.dropFirst(2)))
     exit(0)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <net/if.h>
 #include <sys/resource.h>
+#include <linux/filter.h>
 
 _Static_assert(sizeof(struct cpk_mmsghdr) == sizeof(struct mmsghdr), "cpk_mmsghdr must match struct mmsghdr");
 _Static_assert(offsetof(struct cpk_mmsghdr, msg_len) == offsetof(struct mmsghdr, msg_len), "msg_len offset");
@@ -153,4 +154,29 @@ uint32_t cpk_checksum_add(const void *data, size_t length, uint32_t initial) {
     sum = (sum & 0xffffffffull) + (sum >> 32);
     sum = (sum & 0xffffffffull) + (sum >> 32);
     return (uint32_t)sum;
+}
+
+/* PACKET_FANOUT's argument: the group id in the low 16 bits, the type and flags in the high 16. */
+static int fanout_setsockopt(int fd, uint16_t id, uint32_t type_flags) {
+    uint32_t value = (uint32_t)id | (type_flags << 16);
+    return setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &value, sizeof value);
+}
+
+int cpk_fanout_create(int fd, uint32_t extra_flags) {
+    if (fanout_setsockopt(fd, 0, PACKET_FANOUT_CBPF | PACKET_FANOUT_FLAG_UNIQUEID | extra_flags) < 0) return -1;
+    uint32_t value = 0;
+    socklen_t length = sizeof value;
+    if (getsockopt(fd, SOL_PACKET, PACKET_FANOUT, &value, &length) < 0) return -1;
+    if (cpk_fanout_route_to_newest(fd) < 0) return -1;
+    return (int)(value & 0xffff);
+}
+
+int cpk_fanout_join(int fd, uint16_t id, uint32_t extra_flags) {
+    return fanout_setsockopt(fd, id, PACKET_FANOUT_CBPF | extra_flags);
+}
+
+int cpk_fanout_route_to_newest(int fd) {
+    struct sock_filter newest[] = { BPF_STMT(BPF_RET | BPF_K, 1) };
+    struct sock_fprog program = { .len = 1, .filter = newest };
+    return setsockopt(fd, SOL_PACKET, PACKET_FANOUT_DATA, &program, sizeof program);
 }

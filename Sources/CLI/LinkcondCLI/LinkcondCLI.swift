@@ -15,6 +15,10 @@ import Sandboxing
 public enum LinkcondCLI {
     /// Runs the command line `arguments` (without the program name) and returns the exit code.
     public static func run(_ arguments: [String]) -> Int32 {
+        Output.finish(execute(arguments))
+    }
+
+    private static func execute(_ arguments: [String]) -> Int32 {
         let root = CommandTree.root
         let parsed: ParsedCommand
         do {

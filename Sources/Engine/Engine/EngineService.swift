@@ -163,7 +163,8 @@ public final class EngineService: @unchecked Sendable {
                 count: statistics.lateness.count, median: statistics.lateness.quantile(0.5) ?? 0,
                 p99: statistics.lateness.quantile(0.99) ?? 0, maximum: statistics.lateness.maximum)
             return EngineDirectionState(
-                counters: counters, sendFailures: statistics.sendFailures, receiveOverruns: statistics.receiveOverruns, lateness: lateness)
+                counters: counters, sendFailures: statistics.sendFailures, receiveOverruns: statistics.receiveOverruns, truncated: statistics.truncated,
+                oversized: statistics.oversized, lateness: lateness)
         }
     }
 

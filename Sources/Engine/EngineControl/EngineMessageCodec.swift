@@ -14,7 +14,7 @@ import Profiles
 /// ```
 ///
 /// and so is the answer: `{"pid":812,"links":[{"link":"wifi","clientSide":"cl-wl0","routerSide":"rt-wl0",
-/// "profile":{…held…},"uplink":{"counters":{…},"sendFailures":0,"receiveOverruns":0},"downlink":{…}}]}`,
+/// "profile":{…held…},"uplink":{"counters":{…},"sendFailures":0,"receiveOverruns":0,"truncated":0,"oversized":0},"downlink":{…}}]}`,
 /// with `"error"` when the request was refused. Unknown keys are refused, as in every linkcond document.
 public enum EngineMessageCodec {
     /// The most bytes a message may have. Conditions are small (a delivery trace travels by its path), so
@@ -58,6 +58,7 @@ public enum EngineMessageCodec {
         var members: [(key: String, value: JSONValue)] = [
             ("counters", .object(counterFields.map { ($0.key, number(state.counters[keyPath: $0.field])) })),
             ("sendFailures", number(state.sendFailures)), ("receiveOverruns", number(state.receiveOverruns)),
+            ("truncated", number(state.truncated)), ("oversized", number(state.oversized)),
         ]
         if let lateness = state.lateness {
             members.append((
@@ -169,7 +170,8 @@ public enum EngineMessageCodec {
     }
 
     static func direction(_ element: JSONElement) throws(DocumentError) -> EngineDirectionState {
-        let fields = try element.fields(["counters", "sendFailures", "receiveOverruns", "lateness"], expected: "a direction's state")
+        let fields = try element.fields(
+            ["counters", "sendFailures", "receiveOverruns", "truncated", "oversized", "lateness"], expected: "a direction's state")
         let counterObject = try fields.require("counters", expected: "the model's counters")
         let counterValues = try counterObject.fields(counterFields.map(\.key), expected: "the model's counters")
         var counters = DirectionCounters()
@@ -179,7 +181,10 @@ public enum EngineMessageCodec {
         var state = EngineDirectionState(
             counters: counters,
             sendFailures: try fields.require("sendFailures", expected: "a count").integer(UInt64.self, expected: "a count"),
-            receiveOverruns: try fields.require("receiveOverruns", expected: "a count").integer(UInt64.self, expected: "a count"))
+            receiveOverruns: try fields.require("receiveOverruns", expected: "a count").integer(UInt64.self, expected: "a count"),
+            // Absent from an engine started by an older linkcond, which did not report them.
+            truncated: try fields["truncated"]?.integer(UInt64.self, expected: "a count") ?? 0,
+            oversized: try fields["oversized"]?.integer(UInt64.self, expected: "a count") ?? 0)
         if let lateness = fields["lateness"] {
             let values = try lateness.fields(["count", "median", "p99", "maximum"], expected: "departure lateness")
             func value(_ key: String) throws(DocumentError) -> UInt64 {

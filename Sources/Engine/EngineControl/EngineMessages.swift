@@ -79,14 +79,24 @@ public struct EngineDirectionState: Sendable, Equatable {
     /// Frames the kernel dropped before the engine read them (its receive ring was full), counted by the
     /// kernel. Not part of the model's counters: the model never saw them.
     public var receiveOverruns: UInt64
+    /// Frames longer than the engine's receive slots that could not be read whole either, dropped before
+    /// the model saw them.
+    public var truncated: UInt64
+    /// Frames too long for the sending end (longer than its MTU lets through), dropped after the model.
+    public var oversized: UInt64
     /// Departure lateness of held frames.
     public var lateness: EngineLateness?
 
     /// A direction's state.
-    public init(counters: DirectionCounters, sendFailures: UInt64 = 0, receiveOverruns: UInt64 = 0, lateness: EngineLateness? = nil) {
+    public init(
+        counters: DirectionCounters, sendFailures: UInt64 = 0, receiveOverruns: UInt64 = 0, truncated: UInt64 = 0, oversized: UInt64 = 0,
+        lateness: EngineLateness? = nil
+    ) {
         self.counters = counters
         self.sendFailures = sendFailures
         self.receiveOverruns = receiveOverruns
+        self.truncated = truncated
+        self.oversized = oversized
         self.lateness = lateness
     }
 }

@@ -43,6 +43,26 @@ package protocol FrameSource: AnyObject {
     func takeOverruns() -> UInt64
     /// Lets go of the source's descriptors and memory, when the direction ends.
     func close()
+
+    /// The longest frame the source's slots hold whole (its headroom left out). A longer one is read whole
+    /// another, slower way (``takeCopied()``) or cut short (``isTruncated(_:)``).
+    var slotBytes: Int { get }
+    /// Frames longer than a slot that were read whole another way, since the last call.
+    func takeCopied() -> UInt64
+    /// The receiving end's MTU now (`SIOCGIFMTU`); 0 when unknown.
+    func currentMTU() -> Int
+    /// Makes the slots hold frames of up to `slotBytes`, losing and repeating no frame (those already
+    /// waiting are handed over first). Returns a descriptor the waiter must watch from now on as well, or
+    /// nil when nothing was rebuilt (the slots are large enough, or a rebuild is under way).
+    func grow(toSlotBytes slotBytes: Int) throws(PacketEngineError) -> Int32?
+}
+
+/// A source whose slots are fixed and large enough for any frame: nothing is copied, nothing grows.
+extension FrameSource {
+    package var slotBytes: Int { .max }
+    package func takeCopied() -> UInt64 { 0 }
+    package func currentMTU() -> Int { 0 }
+    package func grow(toSlotBytes slotBytes: Int) throws(PacketEngineError) -> Int32? { nil }
 }
 
 /// What sending part of a batch gave.
@@ -61,6 +81,12 @@ package protocol FrameSink: AnyObject {
     func send(_ batch: SendBatch, from start: Int) -> SendResult
     /// Lets go of the sink's descriptors, when the direction ends.
     func close()
+    /// The sending end's MTU now (`SIOCGIFMTU`); 0 when unknown.
+    func currentMTU() -> Int
+}
+
+extension FrameSink {
+    package func currentMTU() -> Int { 0 }
 }
 
 /// The time the loop goes by: `CLOCK_MONOTONIC` nanoseconds, or a virtual clock in tests.
@@ -100,6 +126,9 @@ package protocol DirectionWaiter: AnyObject {
     func wait(_ report: (WaitEvent) -> Void) -> Bool
     /// Wakes the direction; any thread may call it.
     func wake()
+    /// Wakes the direction when `descriptor` is readable as well, reported as ``WaitEvent/readable`` (the
+    /// socket of a source's rebuilt slots; a descriptor that is closed leaves the set by itself).
+    func watchSource(_ descriptor: Int32) throws(PacketEngineError)
     /// Lets go of the timer and the other descriptors, when the direction ends.
     func close()
 }

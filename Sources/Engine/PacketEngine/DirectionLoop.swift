@@ -1,4 +1,5 @@
 import CPacket
+import Glibc
 import LinkcondBase
 import LinkEmulation
 import Synchronization
@@ -11,6 +12,12 @@ import Synchronization
 /// read it arms the waiter's timer for the next departure (only when that is earlier than the deadline
 /// already armed) and sleeps until the source is readable, the timer fires or another thread wakes it.
 /// The scheduler, the batch and the statistics belong to the thread that runs the loop.
+///
+/// A frame longer than the slots it was meant for is never lost for that alone: one the source read whole
+/// the slow way, or a held one longer than a send slot, crosses, and the ends' MTU is read again before the
+/// next batch (``adaptToMTU()``) to grow the send slots and the source's. What cannot cross is counted by
+/// its reason: `truncated` (cut short on the way in), `oversized` (the sending end refused it for its
+/// length, `EMSGSIZE`), `sendFailures` (refused for another reason).
 ///
 /// The I/O is given, not built: the engine gives a `TPACKET_V2` ring, `sendmmsg`, `CLOCK_MONOTONIC` and
 /// epoll (``EngineRuntime``); unit tests give an embedded wire and a virtual clock, and drive ``run()``
@@ -50,6 +57,11 @@ final class DirectionLoop<
     @exclusivity(unchecked) private var receiveReady = true
     /// The deadline the waiter's timer is armed for; nil when it is not armed or has fired.
     @exclusivity(unchecked) private(set) var armedDeadline: MonotonicNanoseconds?
+    /// True when a frame did not fit a receive or a send slot: the ends' MTU is read again before the next
+    /// batch (``adaptToMTU()``).
+    @exclusivity(unchecked) private var slotsOutgrown = false
+    /// The slot size a rebuild of the source failed for (not tried again for the same size).
+    private var failedSlotBytes = 0
 
     /// A loop forwarding from `source` to `sink` through `scheduler`, queueing up to `batch.capacity` frames
     /// per send. With `spin` > 0 it wakes that many nanoseconds before a departure and spins on the clock.
@@ -98,6 +110,7 @@ final class DirectionLoop<
     func run() -> Bool {
         while true {
             if mailbox.hasPending { mailbox.runPending(self) }
+            if slotsOutgrown { adaptToMTU() }
             if stopRequested.load(ordering: .relaxed) {
                 recordThreadCounters()
                 mailbox.close(self)
@@ -109,7 +122,8 @@ final class DirectionLoop<
             if receiveReady { receiveReady = receive() }
             flush()
             source.release()
-            if receiveReady { continue }
+            // A frame that did not fit has the slots grown before the thread sleeps.
+            if receiveReady || slotsOutgrown { continue }
             if let next = scheduler.nextDeparture {
                 if next <= clock.now() &+ spin { continue }
                 armTimer(firesBy: next - spin)
@@ -139,6 +153,29 @@ final class DirectionLoop<
             statistics.systemCPU = system
         }
         statistics.receiveOverruns &+= source.takeOverruns()
+    }
+
+    /// Reads the two ends' MTU and gives the send slots and the source's slots room for a full frame of the
+    /// larger one with a VLAN tag, when they have less (between batches, on the direction's thread: the
+    /// batch is empty). Growing the source hands over to new slots without losing a frame; when that
+    /// fails, longer frames still cross, read whole the slower way.
+    func adaptToMTU() {
+        slotsOutgrown = false
+        let mtu = max(source.currentMTU(), sink.currentMTU())
+        guard mtu > 0 else { return }
+        let wanted = EngineRuntime<Scheduler>.frameBytes(mtu: mtu)
+        if wanted > batch.slotSize { batch.grow(toSlotSize: wanted) }
+        guard wanted > source.slotBytes, wanted != failedSlotBytes else { return }
+        do throws(PacketEngineError) {
+            if let descriptor = try source.grow(toSlotBytes: wanted) {
+                statistics.ringRebuilds &+= 1
+                try waiter.watchSource(descriptor)
+            }
+        } catch {
+            failedSlotBytes = wanted
+            statistics.rebuildFailures &+= 1
+            statistics.lastRebuildFailure = error
+        }
     }
 
     /// Lets go of the source's, the sink's and the waiter's descriptors (after the thread has ended).
@@ -182,6 +219,13 @@ final class DirectionLoop<
         }
         scheduler.departDue(at: now) { frame, due in
             if batch.isFull { flush() }
+            if frame.count > batch.slotSize {
+                // A frame the links let through is longer than a send slot (the MTU grew): the slots grow
+                // to it now (once), and to the ends' MTU before the next batch.
+                flush()
+                batch.grow(toSlotSize: frame.count)
+                slotsOutgrown = true
+            }
             if batch.append(copyOf: frame, due: due) {
                 statistics.departed &+= 1
             } else {
@@ -212,6 +256,7 @@ final class DirectionLoop<
         for index in 0..<count {
             if source.isTruncated(index) {
                 statistics.truncated &+= 1
+                slotsOutgrown = true
                 continue
             }
             if source.isOutgoing(index) {
@@ -219,6 +264,11 @@ final class DirectionLoop<
                 continue
             }
             offer(source.frame(index), arrival: source.arrival(index, readAt: now), now: now)
+        }
+        let copied = source.takeCopied()
+        if copied > 0 {
+            statistics.copied &+= copied
+            slotsOutgrown = true
         }
         return more
     }
@@ -267,6 +317,10 @@ final class DirectionLoop<
                 index += sent
             case .interrupted:
                 continue
+            case .failed(EMSGSIZE):
+                // Longer than the sending end's MTU lets through.
+                statistics.oversized &+= 1
+                index += 1
             case .failed(let code):
                 statistics.sendFailures &+= 1
                 statistics.lastSendError = code

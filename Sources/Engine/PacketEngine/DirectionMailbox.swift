@@ -14,6 +14,8 @@ protocol DirectionControl<Scheduler>: ThreadBody {
     var statistics: DirectionStatistics { get }
     /// Copies the thread's CPU time and the source's overruns into the statistics.
     func recordThreadCounters()
+    /// Gives the slots room for a full frame of the ends' MTU now (on the direction's thread).
+    func adaptToMTU()
     /// Wakes the direction's thread (from any thread).
     func wake()
     /// Asks the direction's thread to end after its current iteration (from any thread).

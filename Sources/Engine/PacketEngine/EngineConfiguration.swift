@@ -88,21 +88,32 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     /// Frames the kernel accepted on the sending end, and their bytes.
     public var sent: UInt64 = 0
     public var sentBytes: UInt64 = 0
-    /// Frames the kernel refused to send (`ENETDOWN` while the far end is down, `ENOBUFS`), and the last errno.
+    /// Frames the kernel refused to send for another reason than their length (`ENETDOWN` while the far end
+    /// is down, `ENOBUFS`), and the last errno.
     public var sendFailures: UInt64 = 0
     public var lastSendError: Int32 = 0
     /// Receive errors (`ENETDOWN` once per link-down of the receiving end), and the last errno.
     public var receiveErrors: UInt64 = 0
     public var lastReceiveError: Int32 = 0
-    /// Frames longer than a receive slot (offloads left on), dropped.
+    /// Frames longer than a receive slot that could not be read whole another way either (the socket's
+    /// queue was full; or GSO super-frames, with offloads left on), dropped.
     public var truncated: UInt64 = 0
+    /// Frames longer than a receive slot that crossed all the same, read whole from the socket (the MTU
+    /// grew past the ring's slots; the first such frame has the ring rebuilt).
+    public var copied: UInt64 = 0
+    /// Times the receive ring was rebuilt with larger slots (the MTU grew), and rebuilds that failed (the
+    /// long frames then keep crossing the slower way), with the last failure.
+    public var ringRebuilds: UInt64 = 0
+    public var rebuildFailures: UInt64 = 0
+    public var lastRebuildFailure: PacketEngineError?
     /// Frames the kernel dropped before the engine saw them, because the receive ring (or socket buffer)
     /// was full: the thread fell behind the arrivals (`PACKET_STATISTICS`' `tp_drops`, summed; read when
     /// the statistics are).
     public var receiveOverruns: UInt64 = 0
     /// Frames the kernel reported as outgoing (never expected with `PACKET_IGNORE_OUTGOING`), skipped.
     public var outgoingSkipped: UInt64 = 0
-    /// Held frames larger than a send slot, dropped.
+    /// Frames too long for the sending end, dropped: held frames longer than a send slot, and frames the
+    /// kernel refused with `EMSGSIZE` (longer than the sending end's MTU allows).
     public var oversized: UInt64 = 0
     /// Times the thread slept in epoll.
     public var waits: UInt64 = 0
@@ -120,7 +131,8 @@ public struct DirectionStatistics: Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         "received \(received) (\(receivedBytes) B), at once \(forwardedAtOnce), held \(held), dropped \(dropped), "
             + "departed \(departed), sent \(sent) (\(sentBytes) B), send failures \(sendFailures) (errno \(lastSendError)), "
-            + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), receive overruns \(receiveOverruns), outgoing \(outgoingSkipped), "
+            + "receive errors \(receiveErrors) (errno \(lastReceiveError)), truncated \(truncated), copied \(copied), ring rebuilds \(ringRebuilds) "
+            + "(failed \(rebuildFailures)\(lastRebuildFailure.map { ": \($0)" } ?? "")), receive overruns \(receiveOverruns), outgoing \(outgoingSkipped), "
             + "oversized \(oversized), waits \(waits), CPU \(userCPU / 1_000_000) ms user \(systemCPU / 1_000_000) ms system, "
             + "lateness \(lateness.summary)"
     }

@@ -75,8 +75,9 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
         _ direction: Direction, scheduler: sending Scheduler, receiver: PacketSocket, sender: PacketSocket, options: EngineOptions,
         makeSource: (PacketSocket, SourceSizes) throws(PacketEngineError) -> Source
     ) throws(PacketEngineError) -> any DirectionControl<Scheduler> {
-        // Room for a full-MTU frame with a VLAN tag; anything longer is counted as truncated.
-        let frameBytes = Int(max(receiver.mtu, sender.mtu)) + 14 + 4
+        // Room for a full-MTU frame with a VLAN tag. A longer one (the MTU grew) is read whole from the
+        // socket and has the slots grown (DirectionLoop.adaptToMTU).
+        let frameBytes = Self.frameBytes(mtu: Int(max(receiver.mtu, sender.mtu)))
         let place = "the \(direction) of \(receiver.place) to \(sender.interface)"
         let waiter = try EpollWaiter(sourceDescriptor: receiver.fileDescriptor, place: place)
         let source = try makeSource(receiver, SourceSizes(frameBytes: frameBytes, batchSize: options.batchSize))
@@ -85,8 +86,22 @@ public final class EngineRuntime<Scheduler: FrameScheduler>: Sendable {
             batch: SendBatch(capacity: options.batchSize, slotSize: frameBytes), clock: SystemClock(), waiter: waiter, spin: options.spin)
     }
 
+    /// The longest frame an MTU lets onto an Ethernet link: the MTU, an Ethernet header and a VLAN tag.
+    static func frameBytes(mtu: Int) -> Int { mtu + 14 + VLANTag.size }
+
     deinit {
         stop()
+    }
+
+    /// Reads the wire ends' MTU again and, in each direction between two batches, gives the receive ring and
+    /// the send slots room for a full frame of it (a larger ring takes over without losing a frame). Each
+    /// direction does this by itself when a frame longer than its slots arrives; call it when the MTU was
+    /// raised (an rtnetlink link notification) to have the ring grown before the first such frame.
+    public func adaptToMTU() {
+        for direction in Direction.allCases {
+            let loop = self.loop(direction)
+            loop.mailbox.submit(DirectionJob<Scheduler> { loop, _ in loop.adaptToMTU() }, loop: loop)
+        }
     }
 
     private func loop(_ direction: Direction) -> any DirectionControl<Scheduler> {

@@ -53,6 +53,10 @@ final class EpollWaiter: DirectionWaiter, @unchecked Sendable {
         wakeSignal.wake()
     }
 
+    func watchSource(_ descriptor: Int32) throws(PacketEngineError) {
+        try poller.add(descriptor, token: Self.sourceToken, operation: "epoll_ctl ADD a rebuilt receive socket")
+    }
+
     func close() {
         poller.close()
         timer.close()

@@ -20,4 +20,6 @@ final class PacketSink: FrameSink {
     func close() {
         socket.close()
     }
+
+    func currentMTU() -> Int { socket.currentMTU() }
 }

@@ -28,13 +28,23 @@ package final class PacketSocket {
     package let mtu: Int32
     /// `cl-wl0 in lc-wire`, for messages.
     package let place: String
+    /// What ``reopen()`` opens again: the namespace, the role and the buffer size.
+    private let namespace: NamedNamespace?
+    private let role: Role
+    private let bufferBytes: Int32
 
-    private init(fileDescriptor: Int32, interface: String, interfaceIndex: Int32, mtu: Int32, place: String) {
+    private init(
+        fileDescriptor: Int32, interface: String, interfaceIndex: Int32, mtu: Int32, place: String, namespace: NamedNamespace?, role: Role,
+        bufferBytes: Int32
+    ) {
         self.fileDescriptor = fileDescriptor
         self.interface = interface
         self.interfaceIndex = interfaceIndex
         self.mtu = mtu
         self.place = place
+        self.namespace = namespace
+        self.role = role
+        self.bufferBytes = bufferBytes
     }
 
     deinit {
@@ -85,8 +95,22 @@ package final class PacketSocket {
                 Glibc.close(fd)
                 throw error
             }
-            return PacketSocket(fileDescriptor: fd, interface: interface, interfaceIndex: index, mtu: mtu, place: place)
+            return PacketSocket(
+                fileDescriptor: fd, interface: interface, interfaceIndex: index, mtu: mtu, place: place, namespace: namespace, role: role,
+                bufferBytes: bufferBytes)
         }
+    }
+
+    /// A second socket like this one: the same interface, namespace, role and buffer size (a receive ring
+    /// rebuilt larger reads it while this one is read to its end).
+    func reopen() throws(PacketEngineError) -> PacketSocket {
+        try Self.open(interface: interface, in: namespace, role: role, bufferBytes: bufferBytes)
+    }
+
+    /// The interface's MTU now (`SIOCGIFMTU`); 0 when it cannot be read (the interface is gone).
+    package func currentMTU() -> Int {
+        guard fileDescriptor >= 0 else { return 0 }
+        return Int(max(0, cpk_interface_mtu(fileDescriptor, interface)))
     }
 
     /// Takes the socket's pending error (`getsockopt SO_ERROR`, which clears it): `ENETDOWN` once when the

@@ -7,26 +7,227 @@ import LinkEmulation
 /// copy, and sent on straight from the slots. Each frame wakes the socket, as with `recvmmsg`. (Not
 /// `TPACKET_V3`: its blocks are retired by a jiffies timer, adding up to 8 ms at HZ=250.)
 ///
+/// No frame is lost for its size or changed on the way in:
+/// - A frame longer than a slot (the MTU grew after the ring was made) is queued whole on the socket as
+///   well (`PACKET_COPY_THRESH`; its slot says `TP_STATUS_COPY`) and read from there with `recv`, into one
+///   of a few buffers of 64 KiB: it crosses, one system call dearer (``takeCopied()`` counts them).
+/// - ``grow(toSlotBytes:)`` builds a larger ring on a second socket and hands over to it without losing
+///   or repeating a frame: both sockets are members of one `PACKET_FANOUT` group whose program sends every
+///   frame to the newest member (``FanoutGroup``), so once the new one has joined the old one receives
+///   nothing more; it is read to its end and closed.
+/// - The VLAN tag the kernel took out of a frame is put back in front of its EtherType (``VLANTag``).
+///
 /// The ring owns its receiving socket: ``close()`` unmaps the ring and closes the socket.
 package final class ReceiveRing: FrameSource {
     /// Frames a batch holds at most.
     let capacity: Int
-    private let socket: PacketSocket
-    @exclusivity(unchecked) private var frames: MappedRing
-    private var mapped = true
+    private let headroom: Int
+    private let slotsWanted: Int
+    private let group: FanoutGroup?
+    /// The ring being read, and the larger one that takes over once it has been read to its end.
+    @exclusivity(unchecked) private var reading: RingMapping
+    @exclusivity(unchecked) private var next: RingMapping?
+    /// What each frame of the batch is when the batch holds long frames (``batchHasCopies``).
+    private var entries: [LongFrame]
+    private var buffers: [UnsafeMutableRawPointer] = []
+    @exclusivity(unchecked) private var buffersUsed = 0
+    @exclusivity(unchecked) private var batchHasCopies = false
+    @exclusivity(unchecked) private var batchCount = 0
+    @exclusivity(unchecked) private var copied: UInt64 = 0
+    private var closed = false
 
-    /// Sets the ring up on `socket` (bound or not) for frames of up to `frameBytes`, `slots` frames in all,
-    /// read `batch` at a time. `headroom` is what the kernel writes in front of each frame and ``frame(_:)``
-    /// includes: the `virtio_net_hdr` of a socket with `PACKET_VNET_HDR` (0 without).
+    private enum LongFrame {
+        /// In its slot.
+        case ring
+        /// Read whole from the socket.
+        case copied(UnsafeMutableRawBufferPointer)
+        /// Longer than its slot and not read whole (the socket's queue was full): cut short.
+        case lost
+    }
+
+    /// Long frames read from the socket per batch at most (the batch ends before the next one).
+    static let longFramesPerBatch = 8
+    /// A buffer for a long frame: an IP packet of 65,535 bytes, its Ethernet header, a VLAN tag and a
+    /// `virtio_net_hdr`, with room to spare.
+    static let longFrameBytes = 65_536 + 64
+
+    /// Sets the ring up on `socket` (bound) for frames of up to `frameBytes`, `slots` frames in all (fewer
+    /// when that would pass ``RingLayout/maximumBytes``), read `batch` at a time. `headroom` is what the kernel
+    /// writes in front of each frame and ``frame(_:)`` includes: the `virtio_net_hdr` of a socket with
+    /// `PACKET_VNET_HDR` (0 without). The socket becomes the first member of a fanout group of its own.
     package init(
         socket: PacketSocket, frameBytes: Int, slots: Int, batch: Int, headroom: Int = 0
     ) throws(PacketEngineError) {
         capacity = max(1, batch)
-        self.socket = socket
+        self.headroom = headroom
+        slotsWanted = slots
+        reading = try RingMapping(socket: socket, frameBytes: frameBytes, slots: slots, headroom: headroom)
+        group = FanoutGroup.create(on: socket)
+        entries = Array(repeating: .ring, count: capacity)
+    }
+
+    deinit {
+        close()
+        for buffer in buffers { buffer.deallocate() }
+    }
+
+    /// Unmaps the rings (a mapping holds its socket open) and closes the sockets. Nothing may be read
+    /// afterwards.
+    package func close() {
+        guard !closed else { return }
+        closed = true
+        reading.close()
+        next?.close()
+        next = nil
+    }
+
+    /// The longest frame the slots being filled now hold whole.
+    package var slotBytes: Int { (next ?? reading).frames.layout.slotBytes(headroom: headroom) }
+
+    package func receive() -> ReceiveResult {
+        var count = reading.frames.take(upTo: capacity, copyLimit: Self.longFramesPerBatch)
+        if count == 0, let successor = next {
+            // The old ring receives nothing since the new one joined the group, and holds nothing more.
+            reading.close()
+            reading = successor
+            next = nil
+            count = reading.frames.take(upTo: capacity, copyLimit: Self.longFramesPerBatch)
+        }
+        guard count > 0 else { return .empty }
+        batchCount = count
+        if reading.frames.copies > 0 { fetchLongFrames(count) }
+        return .frames(count, more: count == capacity || reading.frames.copies == Self.longFramesPerBatch)
+    }
+
+    @inline(__always)
+    package func frame(_ index: Int) -> UnsafeMutableRawBufferPointer {
+        if batchHasCopies, case .copied(let buffer) = entries[index] { return buffer }
+        return reading.frames.frame(index)
+    }
+
+    @inline(__always)
+    package func isTruncated(_ index: Int) -> Bool {
+        if batchHasCopies {
+            switch entries[index] {
+            case .copied: return false
+            case .lost: return true
+            case .ring: break
+            }
+        }
+        return reading.frames.isTruncated(index)
+    }
+
+    @inline(__always)
+    package func isOutgoing(_ index: Int) -> Bool { reading.frames.packetType(index) == UInt8(PACKET_OUTGOING) }
+
+    /// The time the batch was read: the ring's `tp_sec`/`tp_nsec` are `CLOCK_REALTIME` stamps (the
+    /// engine never mixes in the wall clock).
+    @inline(__always)
+    package func arrival(_ index: Int, readAt: MonotonicNanoseconds) -> MonotonicNanoseconds { readAt }
+
+    package func release() {
+        if batchHasCopies {
+            for index in 0..<batchCount { entries[index] = .ring }
+            batchHasCopies = false
+            buffersUsed = 0
+        }
+        batchCount = 0
+        reading.frames.release()
+    }
+
+    package func takeError() -> Int32 {
+        let code = reading.socket.takeError()
+        return code != 0 ? code : next?.socket.takeError() ?? 0
+    }
+
+    package func takeOverruns() -> UInt64 { reading.socket.takeDrops() + (next?.socket.takeDrops() ?? 0) }
+
+    package func takeCopied() -> UInt64 {
+        defer { copied = 0 }
+        return copied
+    }
+
+    package func currentMTU() -> Int { reading.socket.currentMTU() }
+
+    /// Builds a ring for frames of up to `slotBytes` on a new socket and makes it the group's newest
+    /// member: from then on every frame lands in it, and ``receive()`` moves over once the old ring is
+    /// empty. Returns the new socket's descriptor (for the waiter); nil when a larger ring is being handed
+    /// over to already or the slots are large enough.
+    package func grow(toSlotBytes wanted: Int) throws(PacketEngineError) -> Int32? {
+        guard next == nil, wanted > slotBytes else { return nil }
+        let operation = "rebuild the receive ring of \(reading.socket.place) for \(wanted)-byte frames"
+        guard headroom == 0 else {
+            throw PacketEngineError(operation: operation, detail: "a ring read with PACKET_VNET_HDR is not rebuilt")
+        }
+        guard let group else {
+            throw PacketEngineError(
+                operation: operation,
+                detail: "the kernel refused a PACKET_FANOUT group, so the ring cannot be handed over without losing frames; longer frames are still read whole, one system call each")
+        }
+        let socket = try reading.socket.reopen()
+        let mapping: RingMapping
+        do {
+            mapping = try RingMapping(socket: socket, frameBytes: wanted, slots: slotsWanted, headroom: headroom)
+        } catch {
+            socket.close()
+            throw error
+        }
+        do {
+            try group.join(socket)
+        } catch {
+            mapping.close()
+            throw error
+        }
+        next = mapping
+        return socket.fileDescriptor
+    }
+
+    /// Reads the batch's long frames from the socket's queue, in order (the kernel queues them in the order
+    /// it fills their slots).
+    private func fetchLongFrames(_ count: Int) {
+        batchHasCopies = true
+        for index in 0..<count where reading.frames.status(index) & UInt32(TP_STATUS_COPY) != 0 {
+            entries[index] = fetchLongFrame(index)
+        }
+    }
+
+    private func fetchLongFrame(_ index: Int) -> LongFrame {
+        if buffersUsed == buffers.count { buffers.append(.allocate(byteCount: Self.longFrameBytes, alignment: 64)) }
+        let buffer = buffers[buffersUsed]
+        buffersUsed += 1
+        let room = VLANTag.size
+        var length: Int
+        repeat {
+            length = recv(reading.socket.fileDescriptor, buffer + room, Self.longFrameBytes - room, Int32(MSG_DONTWAIT | MSG_TRUNC))
+        } while length < 0 && errno == EINTR
+        guard length > headroom, length <= Self.longFrameBytes - room else { return .lost }
+        var start = buffer + room
+        let header = reading.frames.headerOf(index)
+        if header.tp_status & UInt32(TP_STATUS_VLAN_VALID) != 0, length >= headroom + 12 {
+            VLANTag.insert(at: start, headroom: headroom, tpid: MappedRing.tpid(header, header.tp_status), tci: header.tp_vlan_tci)
+            start -= VLANTag.size
+            length += VLANTag.size
+        }
+        copied &+= 1
+        return .copied(UnsafeMutableRawBufferPointer(start: start, count: length))
+    }
+}
+
+/// A receive socket with its ring mapped.
+private struct RingMapping {
+    let socket: PacketSocket
+    var frames: MappedRing
+
+    /// `TPACKET_V2`, long frames queued whole beside their slot (`PACKET_COPY_THRESH`), the ring, its mapping.
+    init(socket: PacketSocket, frameBytes: Int, slots: Int, headroom: Int) throws(PacketEngineError) {
         let fd = socket.fileDescriptor
         var version = Int32(TPACKET_V2.rawValue)
         guard setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
             throw .system("setsockopt PACKET_VERSION TPACKET_V2 on \(socket.place)")
+        }
+        var copyThreshold: Int32 = 1
+        guard setsockopt(fd, SOL_PACKET, PACKET_COPY_THRESH, &copyThreshold, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            throw .system("setsockopt PACKET_COPY_THRESH on \(socket.place)")
         }
         let layout = RingLayout(frameBytes: frameBytes, slots: slots, headroom: headroom)
         var request = tpacket_req(
@@ -38,158 +239,46 @@ package final class ReceiveRing: FrameSource {
         guard let memory = mmap(nil, layout.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), memory != MAP_FAILED else {
             throw .system("mmap the receive ring of \(socket.place)")
         }
+        self.socket = socket
         frames = MappedRing(memory: memory, layout: layout, headroom: headroom)
     }
 
-    deinit {
-        close()
-    }
-
-    /// Unmaps the ring (the mapping holds the socket open) and closes the socket. Nothing may be read
-    /// afterwards.
-    package func close() {
-        if mapped { munmap(frames.memory, frames.layout.bytes) }
-        mapped = false
+    /// Unmaps the ring and closes the socket.
+    func close() {
+        if socket.fileDescriptor >= 0 { munmap(frames.memory, frames.layout.bytes) }
         socket.close()
     }
-
-    package func receive() -> ReceiveResult {
-        let count = frames.take(upTo: capacity)
-        return count > 0 ? .frames(count, more: count == capacity) : .empty
-    }
-
-    @inline(__always)
-    package func frame(_ index: Int) -> UnsafeMutableRawBufferPointer { frames.frame(index) }
-
-    @inline(__always)
-    package func isTruncated(_ index: Int) -> Bool { frames.isTruncated(index) }
-
-    @inline(__always)
-    package func isOutgoing(_ index: Int) -> Bool { frames.packetType(index) == UInt8(PACKET_OUTGOING) }
-
-    /// The time the batch was read: the ring's `tp_sec`/`tp_nsec` are `CLOCK_REALTIME` stamps (the
-    /// engine never mixes in the wall clock).
-    @inline(__always)
-    package func arrival(_ index: Int, readAt: MonotonicNanoseconds) -> MonotonicNanoseconds { readAt }
-
-    package func release() { frames.release() }
-
-    package func takeError() -> Int32 { socket.takeError() }
-
-    package func takeOverruns() -> UInt64 { socket.takeDrops() }
 }
 
-/// The sizes of a `TPACKET_V2` ring: slots (frames) of ``frameSize`` bytes packed into blocks of
-/// ``blockSize`` (a frame never straddles two blocks; a block may end in a gap).
-struct RingLayout: Equatable {
-    var frameSize: Int
-    var blockSize: Int
-    var framesPerBlock: Int
-    var blockCount: Int
-    var frameCount: Int { blockCount * framesPerBlock }
-    var bytes: Int { blockCount * blockSize }
+/// The `PACKET_FANOUT` group of a direction's receive sockets, whose one classic BPF program sends every
+/// frame to the member that joined last (CPacket's `cpk_fanout_*`).
+struct FanoutGroup {
+    let id: UInt16
+    let flags: UInt32
 
-    /// Slots for frames of up to `frameBytes` (after `headroom`), at least `slots` of them. Blocks are
-    /// 64 KiB (whole pages, as the kernel requires), or one page-rounded frame when frames are larger than 16 KiB.
-    init(frameBytes: Int, slots: Int, headroom: Int) {
-        frameSize = RingGeometry.frameSize(frameBytes: frameBytes, headroom: headroom)
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        blockSize = frameSize <= 16 * 1024 ? max(64 * 1024, page) : (frameSize + page - 1) / page * page
-        framesPerBlock = blockSize / frameSize
-        blockCount = max(1, (max(1, slots) + framesPerBlock - 1) / framesPerBlock)
-    }
-}
+    /// `PACKET_FANOUT_FLAG_IGNORE_OUTGOING` (Linux 6.8 on; newer than this machine's uapi headers): the
+    /// group, like its members, is not handed what the interface sends.
+    static let ignoreOutgoing: UInt32 = 0x4000
 
-/// Where the kernel puts things in a `TPACKET_V2` ring frame: `<linux/if_packet.h>`'s macros (through
-/// CPacket) and what `tpacket_rcv` (`net/packet/af_packet.c`) does with them.
-///
-/// A slot starts with the `struct tpacket2_hdr`, aligned to `TPACKET_ALIGNMENT`, and the
-/// `struct sockaddr_ll` (together `TPACKET2_HDRLEN`). The kernel puts the network header at
-/// `TPACKET_ALIGN(TPACKET2_HDRLEN + max(maclen, 16))`, moved on by any `virtio_net_hdr`, which it writes
-/// just before the frame; the frame (its MAC header) starts `maclen` bytes before the network header, at
-/// `tp_mac`. A frame whose `tp_mac` plus length does not fit the slot is cut short (`tp_snaplen < tp_len`).
-enum RingGeometry {
-    /// `TPACKET_ALIGNMENT`.
-    static let alignment = Int(cpk_tpacket_alignment())
-    /// `TPACKET2_HDRLEN`.
-    static let headerLength = Int(cpk_tpacket2_hdrlen())
-    /// Where a slot's `sockaddr_ll` starts: `TPACKET_ALIGN(sizeof(struct tpacket2_hdr))`.
-    static let addressOffset = Int(cpk_tpacket2_address_offset())
-
-    /// `TPACKET_ALIGN(length)`.
-    static func align(_ length: Int) -> Int { Int(cpk_tpacket_align(length)) }
-
-    /// The furthest into a slot a frame's MAC header can start, `headroom` (a `virtio_net_hdr`) included:
-    /// with a link header of `maclen` ≤ 16 bytes it starts at `TPACKET_ALIGN(TPACKET2_HDRLEN + 16) − maclen`,
-    /// with a longer one at most `TPACKET2_HDRLEN + TPACKET_ALIGNMENT − 1`, which is less.
-    static func macOffsetBound(headroom: Int) -> Int { align(headerLength + 16) + headroom }
-
-    /// The smallest slot that holds a frame of `frameBytes` whole.
-    static func frameSize(frameBytes: Int, headroom: Int) -> Int { align(macOffsetBound(headroom: headroom) + frameBytes) }
-}
-
-/// The frames of a ring mapping, walked in the order the kernel fills them: a batch is the run of frames
-/// the kernel has handed over (`TP_STATUS_USER`) from the head on; ``release()`` hands them back.
-struct MappedRing {
-    let memory: UnsafeMutableRawPointer
-    let layout: RingLayout
-    private let headroom: Int
-    private var head = 0
-    private var taken = 0
-
-    init(memory: UnsafeMutableRawPointer, layout: RingLayout, headroom: Int) {
-        self.memory = memory
-        self.layout = layout
-        self.headroom = headroom
-    }
-
-    /// Slot `index` of the ring (not of the batch).
-    @inline(__always)
-    func slot(_ index: Int) -> UnsafeMutableRawPointer {
-        memory + (index / layout.framesPerBlock) * layout.blockSize + (index % layout.framesPerBlock) * layout.frameSize
-    }
-
-    @inline(__always)
-    private func header(_ index: Int) -> UnsafeMutablePointer<tpacket2_hdr> {
-        slot((head + index) % layout.frameCount).assumingMemoryBound(to: tpacket2_hdr.self)
-    }
-
-    /// Takes the frames the kernel has handed over, at most `limit`; returns how many.
-    mutating func take(upTo limit: Int) -> Int {
-        var count = 0
-        while count < limit, count < layout.frameCount,
-            cpk_ring_status(slot((head + count) % layout.frameCount)) & UInt32(TP_STATUS_USER) != 0
-        {
-            count += 1
+    /// A group with `socket` (bound) as its only member; nil when the kernel refuses one.
+    static func create(on socket: PacketSocket) -> FanoutGroup? {
+        for flags in [ignoreOutgoing, 0] {
+            let id = cpk_fanout_create(socket.fileDescriptor, flags)
+            if id >= 0 { return FanoutGroup(id: UInt16(id), flags: flags) }
         }
-        taken = count
-        return count
+        return nil
     }
 
-    /// Frame `index` of the batch, from the headroom in front of it to its end.
-    @inline(__always)
-    func frame(_ index: Int) -> UnsafeMutableRawBufferPointer {
-        let frame = header(index)
-        return UnsafeMutableRawBufferPointer(
-            start: UnsafeMutableRawPointer(frame) + Int(frame.pointee.tp_mac) - headroom, count: Int(frame.pointee.tp_snaplen) + headroom)
-    }
-
-    @inline(__always)
-    func isTruncated(_ index: Int) -> Bool {
-        let frame = header(index)
-        return frame.pointee.tp_snaplen < frame.pointee.tp_len
-    }
-
-    /// `sll_pkttype` of frame `index`.
-    @inline(__always)
-    func packetType(_ index: Int) -> UInt8 {
-        (UnsafeRawPointer(header(index)) + RingGeometry.addressOffset).load(as: sockaddr_ll.self).sll_pkttype
-    }
-
-    /// Hands the batch's frames back to the kernel.
-    mutating func release() {
-        for index in 0..<taken { cpk_ring_release(slot((head + index) % layout.frameCount)) }
-        head = (head + taken) % layout.frameCount
-        taken = 0
+    /// Makes `socket` (bound to the same interface) the member every frame goes to, and returns once no
+    /// frame can still be on its way to another member.
+    func join(_ socket: PacketSocket) throws(PacketEngineError) {
+        guard cpk_fanout_join(socket.fileDescriptor, id, flags) == 0 else {
+            throw .system("join the fanout group \(id) of \(socket.place) (setsockopt PACKET_FANOUT)")
+        }
+        // Joining alone does not wait for frames already on their way to the old member; setting the
+        // program again does (synchronize_net). Should that fail (ENOMEM), the new member still takes every
+        // frame from now on, and only a frame in flight this very moment could reach the old ring after it
+        // was read to its end.
+        _ = cpk_fanout_route_to_newest(socket.fileDescriptor)
     }
 }

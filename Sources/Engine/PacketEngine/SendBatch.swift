@@ -8,14 +8,14 @@ package final class SendBatch {
     /// Entries the batch holds at most.
     package let capacity: Int
     /// Bytes of a copy slot (the largest frame a copy can take).
-    package let slotSize: Int
+    @exclusivity(unchecked) package private(set) var slotSize: Int
     /// Entries queued. (Read and written for every frame by the direction's thread alone: no dynamic
     /// exclusivity checks, which a `package` property would otherwise get.)
     @exclusivity(unchecked) package private(set) var count = 0
     /// The entries' message headers, for `sendmmsg`.
     let messages: UnsafeMutablePointer<cpk_mmsghdr>
     private let vectors: UnsafeMutablePointer<iovec>
-    private let storage: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var storage: UnsafeMutableRawPointer
     private let dues: UnsafeMutablePointer<UInt64>
     @exclusivity(unchecked) private var copies = 0
 
@@ -41,6 +41,17 @@ package final class SendBatch {
         vectors.deallocate()
         storage.deallocate()
         dues.deallocate()
+    }
+
+    /// Gives the copy slots room for frames of `slotSize` bytes (rounded up to 64), when they have less; the
+    /// batch must be empty. Allocates, so it is for a change of MTU, not for a frame.
+    package func grow(toSlotSize slotSize: Int) {
+        precondition(count == 0, "a batch grows only while it is empty")
+        let rounded = (slotSize + 63) & ~63
+        guard rounded > self.slotSize else { return }
+        storage.deallocate()
+        storage = .allocate(byteCount: capacity * rounded, alignment: 64)
+        self.slotSize = rounded
     }
 
     package var isFull: Bool { count == capacity }

@@ -82,11 +82,15 @@ public struct InstalledSite: Sendable, Equatable {
         public var receiveOverruns: UInt64
         /// Frames the kernel refused to send on (the far end was down).
         public var sendFailures: UInt64
+        /// Frames longer than the engine's receive slots that could not be read whole either, dropped.
+        public var truncated: UInt64
+        /// Frames longer than the sending end's MTU lets through, dropped.
+        public var oversized: UInt64
 
         /// The engine's extra counters.
         public init(
             lost: UInt64, queueDropped: UInt64, duplicated: UInt64, corrupted: UInt64, reordered: UInt64, ecnMarked: UInt64,
-            receiveOverruns: UInt64 = 0, sendFailures: UInt64 = 0
+            receiveOverruns: UInt64 = 0, sendFailures: UInt64 = 0, truncated: UInt64 = 0, oversized: UInt64 = 0
         ) {
             self.lost = lost
             self.queueDropped = queueDropped
@@ -96,6 +100,8 @@ public struct InstalledSite: Sendable, Equatable {
             self.ecnMarked = ecnMarked
             self.receiveOverruns = receiveOverruns
             self.sendFailures = sendFailures
+            self.truncated = truncated
+            self.oversized = oversized
         }
     }
 
@@ -135,14 +141,15 @@ extension InstalledSite.Stage {
             ("overlimits", count(overlimits)), ("backlogPackets", count(backlogPackets)), ("backlogBytes", count(backlogBytes)),
         ]
         if let engine {
-            members.append((
-                "engine",
-                .object([
-                    ("lost", count(engine.lost)), ("queueDropped", count(engine.queueDropped)), ("duplicated", count(engine.duplicated)),
-                    ("corrupted", count(engine.corrupted)), ("reordered", count(engine.reordered)), ("ecnMarked", count(engine.ecnMarked)),
-                    ("receiveOverruns", count(engine.receiveOverruns)), ("sendFailures", count(engine.sendFailures)),
-                ])
-            ))
+            var counters: [(key: String, value: JSONValue)] = [
+                ("lost", count(engine.lost)), ("queueDropped", count(engine.queueDropped)), ("duplicated", count(engine.duplicated)),
+                ("corrupted", count(engine.corrupted)), ("reordered", count(engine.reordered)), ("ecnMarked", count(engine.ecnMarked)),
+                ("receiveOverruns", count(engine.receiveOverruns)), ("sendFailures", count(engine.sendFailures)),
+            ]
+            // The I/O's drops for length, only when there were any.
+            if engine.truncated > 0 { counters.append(("truncated", count(engine.truncated))) }
+            if engine.oversized > 0 { counters.append(("oversized", count(engine.oversized))) }
+            members.append(("engine", .object(counters)))
         }
         return .object(members)
     }

@@ -248,4 +248,17 @@ final class ControlPathReliabilityTests: SandboxTestCase {
         let show = try linkcond(["show", "--name", name], store: store)
         XCTAssertTrue(show.output.contains("drive.trace (6mbit mean over 12ms, 6 opportunities)"), show.output)
     }
+
+    /// Output that cannot be written is a failure, not a crash nor a success: with stdout on `/dev/full`
+    /// (every write fails with ENOSPC) `linkcond profiles` and `linkcond --help` exit 1 and say why on
+    /// stderr (before, Foundation's FileHandle trapped: exit 132, a stack trace).
+    func testOutputThatCannotBeWrittenIsAFailure() throws {
+        let executable = try linkcondExecutable()
+        for arguments in ["profiles", "--help"] {
+            let result = try Command.run("/bin/sh", ["-c", "exec \"$0\" \(arguments) >/dev/full", executable], environment: [:])
+            XCTAssertEqual(result.status, 1, "linkcond \(arguments) >/dev/full: \(result.errorOutput)")
+            XCTAssertTrue(
+                result.errorOutput.contains("linkcond: could not write the output to stdout: No space left on device"), result.errorOutput)
+        }
+    }
 }

@@ -90,7 +90,8 @@ final class EngineMessageCodecTests: XCTestCase {
         counters.transmitQueueBytes = UInt64.max
         counters.dnsFrames = 12_345_678_901
         let busy = EngineDirectionState(
-            counters: counters, sendFailures: 3, receiveOverruns: 1_818, lateness: EngineLateness(count: 10, median: 5, p99: 99, maximum: UInt64.max))
+            counters: counters, sendFailures: 3, receiveOverruns: 1_818, truncated: 41, oversized: UInt64.max - 1,
+            lateness: EngineLateness(count: 10, median: 5, p99: 99, maximum: UInt64.max))
         let idle = EngineDirectionState(counters: DirectionCounters())
         var responses = [EngineResponse(error: "no such link", links: [], pid: 77)]
         var traces: [String: DeliveryTrace] = [:]
@@ -152,6 +153,8 @@ final class EngineMessageCodecTests: XCTestCase {
         let cases = [
             (text.replacingOccurrences(of: #""pid":1"#, with: #""pid":"1""#), "$.pid"),
             (text.replacingOccurrences(of: #""sendFailures":0,"#, with: ""), #"missing key "sendFailures""#),
+            (text.replacingOccurrences(of: #""truncated":0"#, with: #""truncated":-1"#), "$.links[0].uplink.truncated"),
+            (text.replacingOccurrences(of: #""oversized":0"#, with: #""oversized":"many""#), "$.links[0].uplink.oversized"),
             (text.replacingOccurrences(of: #""wifi""#, with: #""wired""#), "$.links[0].link"),
             (text.replacingOccurrences(of: #""1ms""#, with: #""-1ms""#), "$.links[0].profile.downlink.delay"),
             (#"{"pid":"#, "the engine's answer"),
@@ -161,5 +164,21 @@ final class EngineMessageCodecTests: XCTestCase {
                 XCTAssertTrue("\(error)".contains(expected), "\(error) does not name \(expected)")
             }
         }
+    }
+
+    /// The I/O's drops for length travel both ways under their names; an engine started by an older
+    /// linkcond, which does not send them, reads as having dropped none.
+    func testTheDropsForLengthTravelByNameAndMayBeAbsent() throws {
+        let state = EngineDirectionState(counters: DirectionCounters(), sendFailures: 1, receiveOverruns: 2, truncated: 3, oversized: 4)
+        let response = EngineResponse(
+            links: [EngineLinkState(link: .wifi, clientSide: "cl-wl0", routerSide: "rt-wl0", profile: nil, uplink: state, downlink: state)], pid: 9)
+        let text = EngineMessageCodec.text(of: response)
+        XCTAssertTrue(text.contains(#""sendFailures":1,"receiveOverruns":2,"truncated":3,"oversized":4"#), text)
+        let older = text.replacingOccurrences(of: #","truncated":3,"oversized":4"#, with: "")
+        XCTAssertNotEqual(older, text)
+        let read = try EngineMessageCodec.response(Array(older.utf8))
+        XCTAssertEqual(read.links.first?.uplink.truncated, 0)
+        XCTAssertEqual(read.links.first?.uplink.oversized, 0)
+        XCTAssertEqual(read.links.first?.uplink.receiveOverruns, 2)
     }
 }

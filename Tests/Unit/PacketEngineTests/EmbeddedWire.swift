@@ -25,6 +25,7 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
         var arrival: MonotonicNanoseconds?
         var truncated = false
         var outgoing = false
+        var copied = false
     }
 
     // MARK: Inbound frames
@@ -77,6 +78,24 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
     private(set) var wakeRequests = 0
     private(set) var closes = 0
 
+    // MARK: Slot sizes
+
+    /// The MTU both ends report (the wire is the source and the sink).
+    var mtu = 1500
+    /// The longest frame the source's slots hold; a frame pushed `copied` was longer and read whole another way.
+    var sourceSlotBytes = 1518
+    /// Each size the loop asked the source to grow to.
+    private(set) var growRequests: [Int] = []
+    /// What a grow throws (nil: it succeeds and the slots hold the size asked for).
+    var growFailure: PacketEngineError?
+    /// The descriptor a successful grow returns for the waiter (nil: none to watch).
+    var grownDescriptor: Int32? = 77
+    /// Times an end's MTU was read (the wire is both ends).
+    private(set) var mtuReadings = 0
+    /// The descriptors the waiter was asked to watch.
+    private(set) var watchedDescriptors: [Int32] = []
+    private var copiedTaken: UInt64 = 0
+
     /// A wire holding up to `slots` frames of up to `slotSize` bytes, lent `batchCapacity` at a time.
     init(batchCapacity: Int, slots: Int = 1024, slotSize: Int = 2048) {
         self.batchCapacity = batchCapacity
@@ -96,18 +115,21 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
     var waitingCount: Int { waiting }
 
     /// Puts `frame` on the wire, arriving at `arrival` (nil: whenever the loop reads it).
+    /// `copied`: the frame was longer than the source's slots and read whole another way (as a ring's
+    /// long frames are, from the socket).
     func push(
-        _ frame: UnsafeRawBufferPointer, arrival: MonotonicNanoseconds? = nil, truncated: Bool = false, outgoing: Bool = false
+        _ frame: UnsafeRawBufferPointer, arrival: MonotonicNanoseconds? = nil, truncated: Bool = false, outgoing: Bool = false,
+        copied: Bool = false
     ) {
         precondition(waiting < slotCount && frame.count <= slotSize, "the embedded wire is full")
         let slot = (head + waiting) % slotCount
         if let base = frame.baseAddress { (arena + slot * slotSize).copyMemory(from: base, byteCount: frame.count) }
-        inbound[slot] = Inbound(length: frame.count, arrival: arrival, truncated: truncated, outgoing: outgoing)
+        inbound[slot] = Inbound(length: frame.count, arrival: arrival, truncated: truncated, outgoing: outgoing, copied: copied)
         waiting += 1
     }
 
-    func push(_ frame: [UInt8], arrival: MonotonicNanoseconds? = nil, truncated: Bool = false, outgoing: Bool = false) {
-        frame.withUnsafeBytes { push($0, arrival: arrival, truncated: truncated, outgoing: outgoing) }
+    func push(_ frame: [UInt8], arrival: MonotonicNanoseconds? = nil, truncated: Bool = false, outgoing: Bool = false, copied: Bool = false) {
+        frame.withUnsafeBytes { push($0, arrival: arrival, truncated: truncated, outgoing: outgoing, copied: copied) }
     }
 
     /// Forgets the frames sent so far (their count too).
@@ -129,6 +151,7 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
         let count = min(batchCapacity, waiting)
         guard count > 0 else { return .empty }
         taken = count
+        for index in 0..<count where inbound[slotIndex(index)].copied { copiedTaken += 1 }
         return .frames(count, more: waiting > count)
     }
 
@@ -163,6 +186,25 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
 
     func close() {
         closes += 1
+    }
+
+    var slotBytes: Int { sourceSlotBytes }
+
+    func takeCopied() -> UInt64 {
+        defer { copiedTaken = 0 }
+        return copiedTaken
+    }
+
+    func currentMTU() -> Int {
+        mtuReadings += 1
+        return mtu
+    }
+
+    func grow(toSlotBytes slotBytes: Int) throws(PacketEngineError) -> Int32? {
+        growRequests.append(slotBytes)
+        if let growFailure { throw growFailure }
+        sourceSlotBytes = slotBytes
+        return grownDescriptor
     }
 
     // MARK: FrameSink
@@ -218,6 +260,10 @@ final class EmbeddedWire: FrameSource, FrameSink, DirectionWaiter, @unchecked Se
         wakeRequests += 1
     }
 
+    func watchSource(_ descriptor: Int32) throws(PacketEngineError) {
+        watchedDescriptors.append(descriptor)
+    }
+
     /// Reads the clock for the loop, moving it on by ``clockTick``.
     func readClock() -> MonotonicNanoseconds {
         clockReadings += 1
@@ -241,14 +287,19 @@ final class EmbeddedDirection<Scheduler: FrameScheduler> {
     let loop: Loop
 
     /// A loop sending up to `batchSize` frames per send, reading as many per batch; its mailbox is open, as
-    /// the runtime opens it before the thread starts.
-    init(_ scheduler: Scheduler, batchSize: Int = 64, spin: UInt64 = 0, slots: Int = 1024, slotSize: Int = 2048) {
+    /// the runtime opens it before the thread starts. The send batch's copy slots have `sendSlotSize` bytes
+    /// (the wire's `slotSize` when nil).
+    init(_ scheduler: Scheduler, batchSize: Int = 64, spin: UInt64 = 0, slots: Int = 1024, slotSize: Int = 2048, sendSlotSize: Int? = nil) {
         wire = EmbeddedWire(batchCapacity: batchSize, slots: slots, slotSize: slotSize)
+        batch = SendBatch(capacity: batchSize, slotSize: sendSlotSize ?? slotSize)
         loop = DirectionLoop(
-            direction: .uplink, scheduler: scheduler, source: wire, sink: wire, batch: SendBatch(capacity: batchSize, slotSize: slotSize),
-            clock: VirtualClock(wire: wire), waiter: wire, spin: spin)
+            direction: .uplink, scheduler: scheduler, source: wire, sink: wire, batch: batch, clock: VirtualClock(wire: wire), waiter: wire,
+            spin: spin)
         loop.mailbox.open()
     }
+
+    /// The loop's send batch.
+    let batch: SendBatch
 
     /// Runs the loop until it would sleep (false) or has stopped (true).
     @discardableResult

@@ -102,4 +102,68 @@ final class ReceiveRingTests: XCTestCase {
         ring.release()
         XCTAssertEqual(ring.take(upTo: 8), 0)
     }
+
+    /// Where `tpacket_rcv` puts an Ethernet frame and what it says about a tag it took out; the ring puts
+    /// the tag back in the slot, in front of the EtherType.
+    func testATagTheKernelTookOutIsPutBackInItsSlot() {
+        let layout = RingLayout(frameBytes: 1518, slots: 4, headroom: 0)
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: layout.bytes, alignment: 64)
+        defer { memory.deallocate() }
+        memory.initializeMemory(as: UInt8.self, repeating: 0, count: layout.bytes)
+        var ring = MappedRing(memory: memory, layout: layout, headroom: 0)
+        let macOffset = RingGeometry.align(RingGeometry.headerLength + 16) - 14
+        func fill(_ slot: Int, _ frame: [UInt8], status: UInt32, tci: UInt16 = 0, tpid: UInt16 = 0, wholeLength: Int? = nil) {
+            let base = ring.slot(slot)
+            let header = base.assumingMemoryBound(to: tpacket2_hdr.self)
+            header.pointee.tp_len = UInt32(wholeLength ?? frame.count)
+            header.pointee.tp_snaplen = UInt32(frame.count)
+            header.pointee.tp_mac = UInt16(macOffset)
+            header.pointee.tp_vlan_tci = tci
+            header.pointee.tp_vlan_tpid = tpid
+            frame.withUnsafeBytes { (base + macOffset).copyMemory(from: $0.baseAddress!, byteCount: frame.count) }
+            header.pointee.tp_status = status | UInt32(TP_STATUS_USER)
+        }
+        let untagged = TestFrame.udp(id: 9, length: 64)
+        func tagged(_ tpid: UInt16, _ tci: UInt16) -> [UInt8] {
+            Array(untagged[..<12]) + [UInt8(tpid >> 8), UInt8(tpid & 0xff), UInt8(tci >> 8), UInt8(tci & 0xff)] + Array(untagged[12...])
+        }
+        let vlan = UInt32(TP_STATUS_VLAN_VALID)
+        fill(0, untagged, status: vlan | UInt32(TP_STATUS_VLAN_TPID_VALID), tci: 0x2064, tpid: 0x88A8)
+        fill(1, untagged, status: vlan, tci: 0x0065)  // a kernel that does not report the TPID: 802.1Q
+        fill(2, untagged, status: 0)
+        fill(3, Array(untagged[..<40]), status: vlan | UInt32(TP_STATUS_COPY), tci: 0x0066, wholeLength: 9000)
+        XCTAssertEqual(ring.take(upTo: 8), 4)
+        XCTAssertEqual(Array(ring.frame(0)), tagged(0x88A8, 0x2064))
+        XCTAssertEqual(Array(ring.frame(1)), tagged(0x8100, 0x0065))
+        XCTAssertEqual(Array(ring.frame(2)), untagged)
+        XCTAssertEqual(ring.isTruncated(0), false, "the tag made the frame look cut short")
+        XCTAssertEqual(ring.headerOf(0).tp_len, UInt32(untagged.count + 4))
+        XCTAssertEqual(ring.tagsRestored, 2)
+        // A frame queued whole on the socket too is the reader's to fetch: its slot is left as it is.
+        XCTAssertEqual(ring.copies, 1)
+        XCTAssertEqual(Array(ring.frame(3)), Array(untagged[..<40]))
+        XCTAssertEqual(ring.isTruncated(3), true)
+        ring.release()
+        // A batch ends before a long frame beyond its limit.
+        fill(4, untagged, status: UInt32(TP_STATUS_COPY), wholeLength: 9000)
+        fill(5, untagged, status: UInt32(TP_STATUS_COPY), wholeLength: 9000)
+        XCTAssertEqual(ring.take(upTo: 8, copyLimit: 1), 1)
+        ring.release()
+        XCTAssertEqual(ring.take(upTo: 8, copyLimit: 1), 1)
+        ring.release()
+    }
+
+    /// A frame read with a `virtio_net_hdr` in front of it: the header moves with the addresses, and its
+    /// checksum start and header length with the payload.
+    func testATagPutBackBehindAVirtioHeaderMovesItsOffsets() {
+        let frame = TestFrame.udp(id: 3, length: 80)
+        // flags NEEDS_CSUM, gso_type UDP_L4 (5), hdr_len 42, gso_size 1000, csum_start 34, csum_offset 6.
+        let header: [UInt8] = [1, 5, 42, 0, 0xe8, 0x03, 34, 0, 6, 0]
+        var buffer = [UInt8](repeating: 0xee, count: 4) + header + frame
+        buffer.withUnsafeMutableBytes { raw in
+            VLANTag.insert(at: raw.baseAddress! + 4, headroom: 10, tpid: 0x8100, tci: 0x0102)
+        }
+        XCTAssertEqual(Array(buffer[..<10]), [1, 5, 46, 0, 0xe8, 0x03, 38, 0, 6, 0])
+        XCTAssertEqual(Array(buffer[10...]), Array(frame[..<12]) + [0x81, 0x00, 0x01, 0x02] + Array(frame[12...]))
+    }
 }

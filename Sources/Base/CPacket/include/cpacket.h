@@ -93,6 +93,21 @@ static inline void cpk_ring_release(void *frame) {
     __atomic_store_n((uint32_t *)frame, (uint32_t)TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 }
 
+/* A fanout group of packet sockets (PACKET_FANOUT) whose one classic BPF program sends every frame to the
+ * member that joined last: `ret #1` modulo the number of members is member 1 of two (the newcomer) and
+ * member 0 of one. A receive ring is handed over to a larger one without losing or repeating a frame: the
+ * new socket joins, the program is set again (which waits for every frame already on its way, through
+ * synchronize_net), the old ring is read to its end and closed.
+ *
+ * Creates a group (type PACKET_FANOUT_CBPF, an id the kernel chooses: PACKET_FANOUT_FLAG_UNIQUEID) with `fd`
+ * as its only member and returns the group's id, or -1 with errno. `fd` must be bound. */
+int cpk_fanout_create(int fd, uint32_t extra_flags);
+/* Joins `fd` (bound to the same interface and protocol) to group `id` made by cpk_fanout_create; 0 or -1. */
+int cpk_fanout_join(int fd, uint16_t id, uint32_t extra_flags);
+/* (Re)sets the group's program to "the newest member" (PACKET_FANOUT_DATA); returns once frames already
+ * being delivered under the old program have arrived. 0 or -1 with errno. */
+int cpk_fanout_route_to_newest(int fd);
+
 /* A pause hint for spin loops. */
 static inline void cpk_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)

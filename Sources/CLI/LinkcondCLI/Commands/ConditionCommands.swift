@@ -133,7 +133,9 @@ enum ConditionCommands {
                 if let engine = stage.engine {
                     Output.print("      lost \(engine.lost), queue-dropped \(engine.queueDropped), duplicated \(engine.duplicated), corrupted \(engine.corrupted), reordered \(engine.reordered), ECN-marked \(engine.ecnMarked)"
                         + (engine.receiveOverruns > 0 ? ", receive overruns \(engine.receiveOverruns) (the engine fell behind)" : "")
-                        + (engine.sendFailures > 0 ? ", send failures \(engine.sendFailures)" : ""))
+                        + (engine.sendFailures > 0 ? ", send failures \(engine.sendFailures)" : "")
+                        + (engine.truncated > 0 ? ", truncated \(engine.truncated) (longer than the engine's receive slots)" : "")
+                        + (engine.oversized > 0 ? ", oversized \(engine.oversized) (longer than the sending end's MTU)" : ""))
                 }
             }
         }

@@ -40,7 +40,7 @@ enum RunCommand {
                     format: "\r\u{1b}[K[%d/%d %@] %6.1fs (%.0fs left)  path: %@  reachability: %@", progress.stepIndex + 1,
                     progress.stepCount, progress.stepName as NSString, progress.elapsed, progress.remainingInStep,
                     progress.path as NSString, progress.reachability as NSString)
-                FileHandle.standardError.write(Data(line.utf8))
+                Output.standardError(line)
             }
         }
         let options = ScenarioRunOptions(
@@ -48,7 +48,7 @@ enum RunCommand {
             catalogDirectory: catalog.directory, progress: progress, isCancelled: { Interrupts.received },
             backend: SandboxCommands.backendChoice(parsed))
         let outcome = try ScenarioRunner.run(scenario, options: options)
-        if terminal { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+        if terminal { Output.standardError("\r\u{1b}[K") }
         let results = outcome.report.expectations
         let passed = results.filter { (result: ExpectationResult) in result.passed }.count
         Output.print("scenario '\(scenario.name)': \(passed)/\(results.count) expectations passed\(outcome.interrupted ? " (interrupted)" : "")")

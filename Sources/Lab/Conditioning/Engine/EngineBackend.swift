@@ -183,6 +183,8 @@ public struct EngineBackend: ConditioningBackend {
                 var main = Self.stage(handle: "main", conditions, extraDelay: 0, held.counters, agrees: agrees)
                 main.engine?.receiveOverruns = held.receiveOverruns
                 main.engine?.sendFailures = held.sendFailures
+                main.engine?.truncated = held.truncated
+                main.engine?.oversized = held.oversized
                 var stages = [main]
                 if dnsDelay > 0 {
                     var dns = Self.stage(handle: "dns", conditions, extraDelay: dnsDelay, DirectionCounters(), agrees: agrees)
