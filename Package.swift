@@ -58,7 +58,7 @@ let package = Package(
         // The floor the engine is measured against: a bare AF_PACKET forwarder in C (linkcond-bench runs it).
         .executableTarget(name: "bare-forwarder"),
         // For linkcond-bench (and the tests of what it measures) only: the engine's readers other than its own
-        // ring (recvmmsg, GSO cut in the engine) and a fixed-delay scheduler to time departures against.
+        // (recvmmsg, and GSO cut in the engine over recvmmsg) and a fixed-delay scheduler to time departures against.
         .target(name: "EngineBenchIO", dependencies: ["PacketEngine", "LinkEmulation", "CPacket"]),
         // For tests only: counts the calling thread's heap allocations (replaces malloc and friends in the test
         // executable; no product links it).
@@ -126,9 +126,9 @@ let package = Package(
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         // The engine control protocol's codec, both ends.
         .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation", "JSONDocument"]),
-        // The engine's loop against an embedded wire, its ring and the bench's readers on synthetic frames (no root).
+        // The engine's loop against an embedded wire, its ring and its segmenting reader on synthetic frames (no root).
         .testTarget(
-            name: "PacketEngineTests", dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "Profiles", "CPacket", "AllocationCounting"]),
+            name: "PacketEngineTests", dependencies: ["PacketEngine", "LinkEmulation", "Profiles", "CPacket", "AllocationCounting"]),
         // The engine between real namespaces (root).
         .testTarget(
             name: "PacketEngineIntegrationTests",
