@@ -240,6 +240,7 @@ public enum CommandTree {
         options: [
             nameOption,
             .value("store", valueName: "dir", help: "the sandbox store holding the control socket", defaultDescription: "/run/linkcond"),
+            .flag("attached", help: "an attachment's engine: its wire ends are in the attachment's state, and their peers are left as they are"),
         ])
 
     static let trace = CommandSpec(

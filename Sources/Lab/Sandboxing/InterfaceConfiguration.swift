@@ -88,7 +88,11 @@ public struct InterfaceConfiguration: Sendable, Equatable {
         for route in routes where !other.routes.contains(where: { Self.sameRoute($0, route) }) {
             differences.append("no route \(Self.describe(route))")
         }
+        // An address still in duplicate address detection when this was read has no local route yet; the
+        // kernel makes that route when DAD ends (for the stand-in at once: it has no DAD), so it is no difference.
+        let tentative = Set(addresses.filter(\.isTentative).map(\.prefix.address))
         for route in other.routes where !routes.contains(where: { Self.sameRoute($0, route) }) {
+            if route.routingProtocol == .kernel, let destination = route.destination?.address, tentative.contains(destination) { continue }
             differences.append("a route \(Self.describe(route)) it did not have")
         }
         for (key, value) in sysctls.sorted(by: { $0.key < $1.key }) {

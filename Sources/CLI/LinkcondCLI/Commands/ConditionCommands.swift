@@ -15,6 +15,7 @@ enum ConditionCommands {
     }
 
     static func apply(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) { return try AttachedCommands.apply(parsed, attachment) }
         let topology = try SandboxCommands.topology(parsed)
         let reference = parsed.positional("profile")!
         // Parse and validate first: bad input changes nothing.
@@ -74,6 +75,7 @@ enum ConditionCommands {
     }
 
     static func clear(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) { return try AttachedCommands.clear(parsed, attachment) }
         let topology = try SandboxCommands.topology(parsed)
         let sandbox = Sandbox(topology: topology)
         let transaction = try sandbox.transaction(for: "clear", progress: Output.progress)
@@ -87,6 +89,7 @@ enum ConditionCommands {
     }
 
     static func show(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) { return try AttachedCommands.show(parsed, attachment) }
         let topology = try SandboxCommands.topology(parsed)
         let sandbox = Sandbox(topology: topology)
         // One look: the state is read once, without the lock (show never waits for a run).

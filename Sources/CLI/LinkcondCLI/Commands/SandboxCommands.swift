@@ -37,6 +37,9 @@ enum SandboxCommands {
     }
 
     static func up(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) {
+            throw CommandFailure("'\(attachment.name)' is an attachment, not a sandbox: choose another --name, or 'linkcond detach --name \(attachment.name)' first")
+        }
         let topology = try topology(parsed)
         let sandbox = Sandbox(topology: topology)
         Interrupts.install()
@@ -62,6 +65,10 @@ enum SandboxCommands {
     }
 
     static func down(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) {
+            Output.print(AttachCommands.describe(try attachment.detach(progress: Output.progress), name: attachment.name))
+            return 0
+        }
         let store = SandboxStore.standard
         let names = parsed.flag("all") ? store.names() : [try topology(parsed).name]
         var removedAny = false
@@ -77,6 +84,10 @@ enum SandboxCommands {
             Output.print("sandbox '\(name)' removed" + (parts.isEmpty ? "" : " (\(parts.joined(separator: "; ")))"))
         }
         if parsed.flag("all") {
+            for name in Attachment.names(store: store) {
+                Output.print(AttachCommands.describe(try Attachment(name: name, store: store).detach(progress: Output.progress), name: name))
+                removedAny = true
+            }
             let unrecorded = Sandbox.listAll(store: store).compactMap { listing -> String? in
                 if case let .damaged(name, _, _, _) = listing { return name }
                 return nil
@@ -94,13 +105,27 @@ enum SandboxCommands {
     static func status(_ parsed: ParsedCommand) throws -> Int32 {
         let store = SandboxStore.standard
         var listings: [SandboxListing] = []
+        var attachments: [AttachmentStatus] = []
         if let name = parsed.value("name") {
             guard SandboxTopology.isValidName(name) else {
                 throw UsageError("'\(name)' is not a usable sandbox name", commandPath: parsed.commandPath)
             }
-            if let listing = Sandbox(topology: try SandboxTopology(name: name), store: store).listing() { listings.append(listing) }
+            if let attachment = try Attachment(name: name, store: store).status() {
+                attachments.append(attachment)
+            } else if let listing = Sandbox(topology: try SandboxTopology(name: name), store: store).listing() {
+                listings.append(listing)
+            }
         } else {
             listings = Sandbox.listAll(store: store)
+            attachments = Attachment.names(store: store).compactMap { try? Attachment(name: $0, store: store).status() }
+        }
+        // What only the conditioning layer sees of an attachment: an engine that does not answer, a change that never finished.
+        attachments = attachments.map { status in
+            guard status.complete, let attachment = try? Attachment(name: status.name, store: store) else { return status }
+            var status = status
+            status.problems += SandboxConditioning(sandbox: attachment.sandbox, engineExecutable: nil).problems(in: attachment.sandbox.look(for: "status"))
+            status.healthy = status.problems.isEmpty
+            return status
         }
         // What only the conditioning layer sees: an engine that does not answer, a change that never finished.
         listings = listings.map { listing in
@@ -111,13 +136,15 @@ enum SandboxCommands {
             return .status(status)
         }
         if parsed.flag("json") {
-            try Output.json(listings.map(StatusJSON.init))
-        } else if listings.isEmpty {
+            try Output.json(listings.map { StatusJSON(.sandbox($0)) } + attachments.map { StatusJSON(.attachment($0)) })
+        } else if listings.isEmpty && attachments.isEmpty {
             Output.print(parsed.value("name").map { "sandbox '\($0)' is not up" } ?? "no sandboxes are up (create one with 'linkcond up')")
         } else {
             for listing in listings { Output.print(render(listing)) }
+            for attachment in attachments { Output.print(AttachCommands.render(attachment)) }
         }
-        return statusExitCode(listings, named: parsed.value("name") != nil)
+        if attachments.contains(where: { !$0.healthy }) { return 1 }
+        return statusExitCode(listings, named: parsed.value("name") != nil && attachments.isEmpty)
     }
 
     /// `status` exits as an LSB init script's status does: 0 when every sandbox listed is up and healthy
@@ -132,12 +159,22 @@ enum SandboxCommands {
         return broken ? 1 : 0
     }
 
-    /// A listing as `status --json` prints it: a status, or a damaged sandbox with what was found.
+    /// A listing as `status --json` prints it: a status, a damaged sandbox with what was found, or an
+    /// attachment (with `"kind": "attachment"`).
     struct StatusJSON: Encodable {
-        let listing: SandboxListing
-        init(_ listing: SandboxListing) { self.listing = listing }
+        enum Entry {
+            case sandbox(SandboxListing)
+            case attachment(AttachmentStatus)
+        }
+
+        let entry: Entry
+        init(_ entry: Entry) { self.entry = entry }
 
         func encode(to encoder: Encoder) throws {
+            guard case let .sandbox(listing) = entry else {
+                if case let .attachment(status) = entry { try status.encode(to: encoder) }
+                return
+            }
             switch listing {
             case let .status(status): try status.encode(to: encoder)
             case let .damaged(name, detail, leftovers, busy):
@@ -182,11 +219,12 @@ enum SandboxCommands {
     }
 
     static func exec(_ parsed: ParsedCommand) throws -> Int32 {
-        let topology = try topology(parsed)
-        let sandbox = Sandbox(topology: topology)
         guard let program = parsed.passthrough.first else {
             throw UsageError("missing the command to run", hint: "write it after '--'", commandPath: parsed.commandPath)
         }
+        if let attachment = AttachCommands.named(parsed) { return try AttachedCommands.exec(parsed, attachment, program: program) }
+        let topology = try topology(parsed)
+        let sandbox = Sandbox(topology: topology)
         Interrupts.ignoreWhileChildRuns()
         do {
             return try sandbox.exec(program, arguments: Array(parsed.passthrough.dropFirst()))
