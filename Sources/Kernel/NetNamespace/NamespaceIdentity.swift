@@ -34,8 +34,16 @@ public struct NamespaceIdentity: Hashable, Sendable, CustomStringConvertible {
     /// `net:[INODE]`, as `/proc/PID/ns/net` reads.
     public var description: String { "net:[\(inode)]" }
 
-    /// The namespace of the system's first process (`/proc/1/ns/net`): the host's own, the initial namespace.
-    public static var initial: NamespaceIdentity? { NamespaceIdentity(path: "/proc/1/ns/net") }
+    /// The initial namespace, the host's own: that of the system's first process (`/proc/1/ns/net`), or —
+    /// where pid 1 may not be looked at (a process with more capabilities than this one) — that of
+    /// `kthreadd` (pid 2), whose kernel threads always live in it.
+    public static var initial: NamespaceIdentity? {
+        if let first = NamespaceIdentity(path: "/proc/1/ns/net") { return first }
+        guard let name = try? FileDescriptor.open("/proc/2/comm", .readOnly), let bytes = name.closeAfter({ try? name.readToEnd(maximumCount: 32) }),
+            String(decoding: bytes, as: UTF8.self).hasPrefix("kthreadd")
+        else { return nil }
+        return NamespaceIdentity(path: "/proc/2/ns/net")
+    }
 
     /// The namespace this process runs in (`/proc/self/ns/net`).
     public static var current: NamespaceIdentity? { NamespaceIdentity(path: "/proc/self/ns/net") }

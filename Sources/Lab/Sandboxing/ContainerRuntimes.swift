@@ -63,7 +63,7 @@ public enum ContainerRuntimes {
     }
 
     /// The runtime's executable in `PATH` (or the usual directories), nil when it is not installed.
-    static func executable(_ runtime: String) -> String? {
+    public static func executable(_ runtime: String) -> String? {
         let path = getenv("PATH").map { String(cString: $0) } ?? ""
         let directories = path.split(separator: ":").map(String.init) + ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
         return directories.map { "\($0)/\(runtime)" }.first { access($0, X_OK) == 0 }

@@ -55,7 +55,14 @@ extension InterfaceConfiguration {
             }
         }
 
-        // 5. DAD and address generation as they were.
+        // 5. DAD and address generation as they were — once no address is tentative: the kernel decides on DAD
+        // in a work item of its own, which must not find DAD on again.
+        for _ in 0..<100 {
+            let index = try netlink { () throws(RouteNetlinkError) in try client.index(of: name) }
+            let addresses = try netlink { () throws(RouteNetlinkError) in try client.addresses() }
+            if !addresses.contains(where: { $0.interfaceIndex == index && $0.isTentative }) { break }
+            usleep(20_000)
+        }
         var after: [(key: String, value: String)] = []
         for suffix in ["accept_dad", "addr_gen_mode"] where ipv6 {
             let key = "net/ipv6/conf/\(name)/\(suffix)"

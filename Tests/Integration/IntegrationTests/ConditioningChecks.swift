@@ -176,9 +176,8 @@ extension ConditioningTestCase {
         _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, step: String = "",
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
-        let topology = measured.topology
         let prefix = step.isEmpty ? "" : step + " "
-        let client = try NetemTCQdisc.show(namespace: topology.clientNamespace, interface: SandboxPlan.wifiInterface)
+        let client = try NetemTCQdisc.show(namespace: measured.uplinkSite.namespace, interface: measured.uplinkSite.interface)
         let root = client.first { $0.root }
         let structure = client.map { "\($0.kind) \($0.handle) \($0.parent ?? "root")" }.joined(separator: ", ")
         table.check(
@@ -194,7 +193,7 @@ extension ConditioningTestCase {
                 differences.isEmpty, prefix + "tc netem", label, expected: expected.summary, measured: ExpectedNetem.summary(leaf.options),
                 differences.joined(separator: "; "), file: file, line: line)
         }
-        let router = try NetemTCQdisc.show(namespace: topology.routerNamespace, interface: SandboxPlan.routerWifiInterface)
+        let router = try NetemTCQdisc.show(namespace: measured.downlinkSite.namespace, interface: measured.downlinkSite.interface)
         let routerRoot = router.first { $0.root }
         table.check(
             routerRoot?.kind == "netem" && router.count == 1, prefix + "tc tree", "downlink", expected: "netem at the root",
@@ -238,7 +237,7 @@ extension ConditioningTestCase {
                 "the engine holds other conditions than the profile's", file: file, line: line)
         }
         let sites = try measured.backend.installed()
-        let wire = measured.topology.wireNamespace
+        let wire = measured.wireNamespace
         for (direction, conditions, interface) in [
             (LinkDirection.uplink, profile.uplink, witness.routerSide), (.downlink, profile.downlink, witness.clientSide),
         ] {
@@ -373,9 +372,7 @@ extension ConditioningTestCase {
     ) throws {
         let measurement = measured.measurement
         let plans = [LossPlan(DirectionModel(.uplink, of: profile)), LossPlan(DirectionModel(.downlink, of: profile))]
-        let receivers = [
-            try NamedNamespace(existing: measured.topology.serverNamespace), try NamedNamespace(existing: measured.topology.clientNamespace),
-        ]
+        let receivers = [measured.measurement.server, measured.measurement.client]
         let before = try receivers.map(UDPCounters.read)
         let engineBefore = measured.kind == .userspace ? try EngineWitness.show(measured.engineSocket) : nil
         let upPlan = plans[0]
@@ -477,9 +474,7 @@ extension ConditioningTestCase {
         let active = plans.compactMap { $0 }
         guard !active.isEmpty else { return }
         let measurement = measured.measurement
-        let receivers = try active.map { plan in
-            try NamedNamespace(existing: plan.direction == .uplink ? measured.topology.serverNamespace : measured.topology.clientNamespace)
-        }
+        let receivers = active.map { plan in plan.direction == .uplink ? measured.measurement.server : measured.measurement.client }
         let before = try receivers.map(UDPCounters.read)
         func run(_ plan: ThroughputPlan) throws -> LinkMeasurement.Delivery {
             try measurement.deliver(plan.direction, count: plan.count, payload: ThroughputTolerance.payload, interval: plan.interval, drain: plan.drain)
@@ -552,8 +547,15 @@ extension ConditioningTestCase {
     /// ``measureProfile(named:file:line:)`` for a profile made in code.
     func measureProfile(_ profile: Profile, file: StaticString = #filePath, line: UInt = #line) throws {
         let measured = try makeMeasuredSandbox()
-        let baseline = try baseline(measured)
-        let table = MeasurementTable(measured.kind, "profile \(profile.name)")
+        try measure(profile, on: measured, baseline: try baseline(measured), file: file, line: line)
+        XCTAssertTrue(try measured.sandbox.down(), file: file, line: line)
+    }
+
+    /// Applies `profile` on `measured` (a sandbox, or an attachment's link) and checks everything: the
+    /// read-back, the round trip, loss and throughput each way. Prints the measurement table.
+    func measure(_ profile: Profile, on measured: MeasuredSandbox, baseline: MeasuredBaseline, title: String? = nil,
+                 file: StaticString = #filePath, line: UInt = #line) throws {
+        let table = MeasurementTable(measured.kind, title ?? "profile \(profile.name)")
         defer { table.print() }
         let unmodelled = DirectionModel(.uplink, of: profile).unmodelled + DirectionModel(.downlink, of: profile).unmodelled
         if !unmodelled.isEmpty {
@@ -571,7 +573,6 @@ extension ConditioningTestCase {
             // After everything has drained: nothing held, and every frame of the whole run accounted for.
             try checkEngineCounters(measured, table, step: "end", file: file, line: line)
         }
-        XCTAssertTrue(try measured.sandbox.down(), file: file, line: line)
     }
 }
 
