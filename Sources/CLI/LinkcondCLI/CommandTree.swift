@@ -113,8 +113,8 @@ public enum CommandTree {
             place with the same name, index, hardware address, MTU, addresses, routes and settings; the
             wire joins the two through linkcond's engine (userspace) or netem with mirred redirects (netem).
             The peer sees a carrier blip; open connections keep going. Then 'apply PROFILE --name NAME',
-            'show', 'clear', 'exec', 'monitor' and 'run' act on it, and 'detach --name NAME' puts
-            everything back as it was. The host's own namespace and linkcond's sandboxes are refused.
+            'show', 'clear', 'exec' and 'monitor' act on it ('run' does not yet), and 'detach --name NAME'
+            puts everything back as it was. The host's own namespace and linkcond's sandboxes are refused.
             """,
         options: [
             .value("netns", valueName: "name", help: "a named network namespace (ip netns list)"),

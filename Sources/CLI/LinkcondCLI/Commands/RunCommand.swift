@@ -17,6 +17,11 @@ enum RunCommand {
         if let name = parsed.value("name"), !SandboxTopology.isValidName(name) {
             throw UsageError("'\(name)' is not a usable sandbox name", hint: "use 1 to 20 lowercase letters, digits and '-'", commandPath: parsed.commandPath)
         }
+        if let attachment = AttachCommands.named(parsed) {
+            throw CommandFailure(
+                "'\(attachment.name)' is an attachment: scenarios need a sandbox's server and links, and do not run on an attachment yet; "
+                    + "condition it with 'linkcond apply PROFILE --name \(attachment.name)' and watch it with 'linkcond monitor --name \(attachment.name)'")
+        }
         if let name = parsed.value("name") {
             // Checked before the report directory is made: a run that cannot start leaves nothing behind.
             let sandbox = Sandbox(topology: try SandboxTopology(name: name))
