@@ -42,6 +42,15 @@ public struct NamedNamespace: Sendable, Hashable {
         access("\(runDirectory)/\(name)", F_OK) == 0
     }
 
+    /// True when `/run/netns/NAME` holds a namespace (its file is on nsfs, as `stat -L -c %d` of it and of `/proc/self/ns/net` show):
+    /// a crash between creating the file and bind-mounting the namespace onto it leaves a plain file, which
+    /// ``exists(_:)`` sees but `setns` refuses (EINVAL).
+    public var isMounted: Bool {
+        // Every namespace file is on the one nsfs: the device of this process's own.
+        guard let identity = NamespaceIdentity(path: path), let own = NamespaceIdentity(path: "/proc/self/ns/net") else { return false }
+        return identity.device == own.device
+    }
+
     /// The names of every named namespace, sorted. Equivalent to `ip netns list`.
     public static func list() -> [String] {
         guard let directory = opendir(runDirectory) else { return [] }

@@ -55,7 +55,8 @@ extension Attachment {
             progress(text)
         }
         let target = reachTarget(record, &report)
-        let wire = try? NamedNamespace(existing: record.wireNamespace)
+        // A plain file where the wire's namespace should be (a crash while it was made) is a leftover, not a wire.
+        let wire = (try? NamedNamespace(existing: record.wireNamespace)).flatMap { $0.isMounted ? $0 : nil }
         let targetLinks = try target.map { (namespace) throws(SandboxError) in try sandbox.netlink(namespace) }
         let wireLinks = try wire.map { (namespace) throws(SandboxError) in try sandbox.netlink(namespace) }
 
@@ -126,12 +127,14 @@ extension Attachment {
     /// The target namespace by the name linkcond gave it; when that name is gone (deleted by hand) but the
     /// namespace still exists under the path it was found as, it is named again.
     private func reachTarget(_ record: AttachmentRecord, _ report: inout DetachReport) -> NamedNamespace? {
-        if let named = try? NamedNamespace(existing: record.targetNamespace) { return named }
+        if let named = try? NamedNamespace(existing: record.targetNamespace), named.isMounted { return named }
         guard NamespaceIdentity(path: record.target.path) == record.target.identity,
             let file = try? FileDescriptor.open(record.target.path, .readOnly)
         else { return nil }
         defer { try? file.close() }
         report.notes.append("\(record.targetNamespace) was gone: reached the target again through \(record.target.path)")
+        // A plain file in its place (a crash while naming it) goes first.
+        if NamedNamespace.exists(record.targetNamespace) { _ = try? NamedNamespace.removeLeftovers(of: record.targetNamespace) }
         return try? NamedNamespace.bind(record.targetNamespace, to: file)
     }
 
@@ -152,7 +155,7 @@ extension Attachment {
         for process in RecordedProcess.discover(marker: marker) where process.terminate() {
             report.stoppedProcesses.append("\(process.role.rawValue) pid \(process.pid)")
         }
-        if let wire = try? NamedNamespace(existing: wireNamespace), let links = try? sandbox.netlink(wire).links() {
+        if let wire = try? NamedNamespace(existing: wireNamespace), wire.isMounted, let links = try? sandbox.netlink(wire).links() {
             let foreign = links.filter { !$0.isLoopback && !$0.name.hasPrefix("lcw-target") }
             if !foreign.isEmpty {
                 throw .unsupported(
