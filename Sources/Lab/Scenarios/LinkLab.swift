@@ -39,17 +39,26 @@ public final class LinkLab: @unchecked Sendable {
         public var store: SandboxStore
         /// Where the profile catalog is (nil: the usual lookup).
         public var catalogDirectory: String?
-        /// Which backend conditions a sandbox the lab makes (`auto`: netem when the kernel has it, else the
-        /// userspace engine). An existing sandbox keeps the backend it was built with.
+        /// Which backend conditions a sandbox (or an attachment) the lab makes (`auto`: netem when the kernel
+        /// has it, else the userspace engine). An existing one keeps the backend it was built with.
         public var backend: BackendChoice
+        /// An attachment to watch and condition instead of a sandbox (``Attachment``): the name of one that
+        /// is attached already (left attached at close), or of the one ``attach`` makes.
+        public var attachmentName: String?
+        /// A namespace to attach to for the lab's length — a path such as `/proc/PID/ns/net`, a pid, a
+        /// container — detached again at close; the monitor and the prober run in it, conditions go on its
+        /// link (both directions). Set ``probe`` to hosts it reaches: it has no sandbox server.
+        public var attach: AttachmentTarget?
 
         /// Options for a lab; by default a fresh sandbox with wifi only, no profile, the default prober.
         public init(
             sandboxName: String? = nil, profile: String? = nil, cellular: Bool = false, reportDirectory: String? = nil,
             probe: ReachabilitySettings = ReachabilitySettings(), store: SandboxStore = .standard, catalogDirectory: String? = nil,
-            backend: BackendChoice = .auto
+            backend: BackendChoice = .auto, attachmentName: String? = nil, attach: AttachmentTarget? = nil
         ) {
             self.backend = backend
+            self.attachmentName = attachmentName
+            self.attach = attach
             self.sandboxName = sandboxName
             self.profile = profile
             self.cellular = cellular
@@ -68,6 +77,11 @@ public final class LinkLab: @unchecked Sendable {
     public let options: Options
     /// The backend that holds the sandbox's conditions.
     public let conditions: any ConditioningBackend
+    /// The attachment the lab works on instead of a sandbox (``sandbox`` is then its state's handle).
+    public let attachment: Attachment?
+    /// The namespace the monitor, the prober and an observed app run in: the client's, or the attached target's.
+    let client: NamedNamespace
+    private let ownsAttachment: Bool
     private let ownsSandbox: Bool
     private let server: ResponderServer?
     /// The lab's hold on the sandbox, from ``open(_:isCancelled:)`` to ``close()``: its lock, and its state.
@@ -81,19 +95,22 @@ public final class LinkLab: @unchecked Sendable {
     private let initialConditions: [String: SandboxState.AppliedConditions]
     private let queue = DispatchQueue(label: "linkcond.lab")
 
-    private init(
-        sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, monitor: PathMonitor,
-        prober: ReachabilityProber, options: Options, ownsSandbox: Bool, server: ResponderServer?, conditions: any ConditioningBackend,
-        transaction: SandboxTransaction, initialConditions: [String: SandboxState.AppliedConditions]
+    init(
+        sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, client: NamedNamespace, options: Options,
+        ownsSandbox: Bool, server: ResponderServer?, conditions: any ConditioningBackend, transaction: SandboxTransaction,
+        initialConditions: [String: SandboxState.AppliedConditions], attachment: Attachment? = nil, ownsAttachment: Bool = false
     ) {
+        self.client = client
+        monitor = PathMonitor(namespace: client)
+        prober = ReachabilityProber(namespace: client, settings: options.probe)
+        self.attachment = attachment
+        self.ownsAttachment = ownsAttachment
         self.conditions = conditions
         self.transaction = transaction
         self.initialConditions = initialConditions
         self.sandbox = sandbox
         self.recorder = recorder
         self.reportDirectory = reportDirectory
-        self.monitor = monitor
-        self.prober = prober
         self.options = options
         self.ownsSandbox = ownsSandbox
         self.server = server
@@ -106,6 +123,7 @@ public final class LinkLab: @unchecked Sendable {
     /// On a sandbox it did not make, ``close()`` puts back what the lab changed (links, addresses, routes,
     /// the portal, the conditions), however the lab ends.
     public static func open(_ options: Options, isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> LinkLab {
+        if options.attach != nil || options.attachmentName != nil { return try openAttached(options, isCancelled: isCancelled) }
         let name = options.sandboxName ?? "lab\(getpid() % 100_000)x\(Int.random(in: 0..<1000))"
         let sandbox = Sandbox(topology: try SandboxTopology(name: name), store: options.store)
         let ownsSandbox = options.sandboxName == nil
@@ -133,23 +151,14 @@ public final class LinkLab: @unchecked Sendable {
                 _ = try conditions.reconcile(in: transaction)
                 initialConditions = try transaction.upState().conditions
             }
-            let directory = try options.reportDirectory ?? makeTemporaryDirectory()
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let directory = try makeReportDirectory(options)
             let recorder = try TimelineRecorder(path: "\(directory)/events.jsonl")
-            let client = try sandbox.clientNamespace()
             let lab = LinkLab(
-                sandbox: sandbox, recorder: recorder, reportDirectory: directory, monitor: PathMonitor(namespace: client),
-                prober: ReachabilityProber(namespace: client, settings: options.probe), options: options,
+                sandbox: sandbox, recorder: recorder, reportDirectory: directory, client: try sandbox.clientNamespace(), options: options,
                 ownsSandbox: ownsSandbox, server: server, conditions: conditions, transaction: transaction,
                 initialConditions: initialConditions)
             succeeded = true
-            do {
-                try lab.start()
-                if let profile = options.profile { try lab.apply(profile) }
-            } catch {
-                lab.close()
-                throw error
-            }
+            try lab.started()
             return lab
         } catch {
             server?.stop()
@@ -158,20 +167,7 @@ public final class LinkLab: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with a lab and always closes it (removing a sandbox it made), even when `body` throws.
-    public static func with<T>(_ options: Options = Options(), _ body: (LinkLab) async throws -> T) async throws -> T {
-        let lab = try open(options)
-        do {
-            let result = try await body(lab)
-            lab.close()
-            return result
-        } catch {
-            lab.close()
-            throw error
-        }
-    }
-
-    private static func startServer(for sandbox: Sandbox) throws -> ResponderServer {
+    static func startServer(for sandbox: Sandbox) throws -> ResponderServer {
         let configuration = ResponderConfiguration(
             zone: SandboxPlan.zone, ipv4Address: SandboxPlan.serverIPv4.description,
             ipv6Address: SandboxPlan.serverIPv6.description, httpPort: SandboxPlan.httpPort,
@@ -183,7 +179,7 @@ public final class LinkLab: @unchecked Sendable {
         return server
     }
 
-    private static func makeTemporaryDirectory() throws -> String {
+    static func makeTemporaryDirectory() throws -> String {
         var template = Array("/tmp/linkcond-run.XXXXXX".utf8CString)
         guard let pointer = mkdtemp(&template) else {
             throw SandboxError.state(path: "/tmp", detail: "cannot create a temporary report directory")
@@ -191,8 +187,9 @@ public final class LinkLab: @unchecked Sendable {
         return String(cString: pointer)
     }
 
-    private func start() throws {
-        try recorder.record(.scenario, TimelineKind.runStarted, "run started in sandbox '\(sandbox.topology.name)'")
+    func start() throws {
+        let place = attachment.map { "attachment '\($0.name)'" } ?? "sandbox '\(sandbox.topology.name)'"
+        try recorder.record(.scenario, TimelineKind.runStarted, "run started in \(place)")
         let recorder = self.recorder
         try monitor.start(queue: queue) { update in
             let path = update.path
@@ -303,6 +300,7 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Takes a client link down or up (see `Sandbox.setLink`).
     public func setLink(_ link: Sandbox.ClientLink, side: Sandbox.LinkSide, up: Bool) throws {
+        try refuseOnAttachment("taking a link down or up")
         let word = up ? "up" : "down"
         remember("link \(link.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(link, side: side, up: true) }
         try recordConditions("\(link.rawValue) \(word)", action: "\(link.rawValue) link \(word) (\(side.rawValue) side)") {
@@ -313,6 +311,7 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Removes or restores the client link's addresses of `family` (nil: both).
     public func setAddresses(_ link: Sandbox.ClientLink, present: Bool, family: AddressFamily? = nil) throws {
+        try refuseOnAttachment("removing or restoring addresses")
         remember("addresses \(link.rawValue)") { [sandbox] in try sandbox.restoreAddresses(link) }
         let which = family.map { "\($0) " } ?? ""
         try recordConditions(
@@ -325,6 +324,7 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Removes or restores the client link's default routes of `family` (nil: both).
     public func setDefaultRoutes(_ link: Sandbox.ClientLink, present: Bool, family: AddressFamily? = nil) throws {
+        try refuseOnAttachment("removing or restoring default routes")
         remember("routes \(link.rawValue)") { [sandbox] in try sandbox.restoreDefaultRoutes(link) }
         let which = family.map { "\($0) " } ?? ""
         try recordConditions(
@@ -338,6 +338,7 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Switches the server's captive portal on or off.
     public func setPortal(on: Bool) throws {
+        try refuseOnAttachment("the captive portal")
         remember("portal") { [sandbox] in try sandbox.setPortal(on: false) }
         try recordConditions(on ? "portal" : "no portal", action: "captive portal \(on ? "on" : "off")") {
             try sandbox.setPortal(on: on)
@@ -347,6 +348,7 @@ public final class LinkLab: @unchecked Sendable {
 
     /// Hands the device over to a link.
     public func handOver(to link: Sandbox.ClientLink) throws {
+        try refuseOnAttachment("a hand-over")
         for side in [Sandbox.LinkSide.router] {
             for affected in [Sandbox.ClientLink.wifi, .cellular] {
                 remember("link \(affected.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(affected, side: side, up: true) }
@@ -358,12 +360,16 @@ public final class LinkLab: @unchecked Sendable {
         }
     }
 
+    /// Throws ``LabError/notOnAttachment(what:attachment:)`` on a lab on an attachment.
+    private func refuseOnAttachment(_ what: String) throws {
+        if let attachment { throw LabError.notOnAttachment(what: what, attachment: attachment.name) }
+    }
+
     // MARK: The user's app
 
-    /// Runs `command` (through `/bin/sh -c`) in the client namespace, replacing an earlier one, and records
+    /// Runs `command` (through `/bin/sh -c`) in the client namespace (an attachment's target), replacing an earlier one, and records
     /// each line it prints on the app lane: a JSON object's scalar fields become details, its `state` field the lane's state.
     public func observe(command: String) throws {
-        let client = try sandbox.clientNamespace()
         let process = try ObservedProcess(command: command, namespace: client, recorder: recorder)
         lock.lock()
         let previous = observed
@@ -408,19 +414,12 @@ public final class LinkLab: @unchecked Sendable {
         server?.stop()
         if ownsSandbox { _ = sandbox.remove(in: transaction) }
         transaction.end()
-    }
-}
-
-/// Errors of labs and scenario runs.
-public enum LabError: Error, Sendable, CustomStringConvertible {
-    case timedOut(what: String, seconds: Double, last: String)
-    case needsCellular(sandbox: String)
-
-    public var description: String {
-        switch self {
-        case let .timedOut(what, seconds, last): "\(what) was not reached within \(seconds) s (last seen: \(last))"
-        case let .needsCellular(sandbox):
-            "sandbox '\(sandbox)' has no cellular link; recreate it with 'linkcond up --name \(sandbox) --cellular' or let the run make its own"
+        if ownsAttachment, let attachment {
+            do {
+                try attachment.detach()
+            } catch {
+                _ = try? recorder.record(.scenario, "detach failed", "\(error); 'linkcond detach --name \(attachment.name)' finishes it", state: "error")
+            }
         }
     }
 }
