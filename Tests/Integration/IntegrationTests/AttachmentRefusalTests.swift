@@ -103,6 +103,23 @@ final class AttachmentRefusalTests: IntegrationTestCase {
         XCTAssertTrue(before == (try NamespaceSnapshot.take(topology.app)))
     }
 
+    /// Without --dev, the interface of the default route; when that is ambiguous the refusal lists the candidates.
+    func testAnAmbiguousDefaultInterfaceIsRefusedListingTheCandidates() throws {
+        let pair = try makeNamespace("pair")
+        XCTAssertEqual(try Command.ip(["-n", pair.name, "link", "add", "d0", "type", "veth", "peer", "name", "d1"]).status, 0)
+        let message = try assertRefused(try AttachmentTarget.namespace(pair.name).resolve(), "has no default route, and several interfaces (")
+        XCTAssertTrue(message.contains("d0") && message.contains("d1") && message.contains("name one with --dev"), message)
+        let topology = try ContainerLikeTopology.make(in: self)
+        for arguments in [["link", "add", "eth1", "type", "veth", "peer", "name", "eth1p"], ["link", "set", "eth1", "up"],
+            ["route", "add", "default", "dev", "eth1", "metric", "500"]] {
+            let result = try Command.ip(["-n", topology.app.name] + arguments)
+            XCTAssertEqual(result.status, 0, "ip \(arguments.joined(separator: " ")): \(result.errorOutput)")
+        }
+        let before = try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "eth1"])
+        try assertRefused(try AttachmentTarget.namespace(topology.app.name).resolve(), "has default routes through several interfaces (eth0, eth1): name one with --dev")
+        XCTAssertTrue(before == (try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "eth1"])), "the target changed")
+    }
+
     func testADeviceThatCannotChangeNamespaceIsRefused() throws {
         let topology = try ContainerLikeTopology.make(in: self)
         let result = try Command.ip(["-n", topology.app.name, "link", "add", "br0", "type", "bridge"])
