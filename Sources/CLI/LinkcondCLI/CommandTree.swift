@@ -113,8 +113,8 @@ public enum CommandTree {
             place with the same name, index, hardware address, MTU, addresses, routes and settings; the
             wire joins the two through linkcond's engine (userspace) or netem with mirred redirects (netem).
             The peer sees a carrier blip; open connections keep going. Then 'apply PROFILE --name NAME',
-            'show', 'clear', 'exec' and 'monitor' act on it ('run' does not yet), and 'detach --name NAME'
-            puts everything back as it was. The host's own namespace and linkcond's sandboxes are refused.
+            'show', 'clear', 'exec', 'monitor' and 'run' act on it, and 'detach --name NAME' puts
+            everything back as it was. The host's own namespace and linkcond's sandboxes are refused.
             """,
         options: [
             .value("netns", valueName: "name", help: "a named network namespace (ip netns list)"),
@@ -183,14 +183,16 @@ public enum CommandTree {
         discussion: """
             SCENARIO is a path or a name from the scenarios/ folder (tunnel, flaky-wifi, captive-portal,
             handover, slow-dns). The run uses a sandbox of its own, removed afterwards, unless --name names
-            an existing one. The path monitor, the reachability prober and, with --observe, your own
+            an existing one, or an attachment: there the steps condition its spliced link and the watchers
+            run in its target; a scenario that needs a sandbox's links, cellular link or server (prober
+            expectations) is refused. The path monitor, the reachability prober and, with --observe, your own
             command (run in the client namespace; each JSON line it prints becomes an event on the "app"
             lane, its "state" field the lane's state) are recorded to events.jsonl as things happen; then
             timeline.json, junit.xml, timeline.html and summary.md are written to the report directory.
             Exit code 1 when an expectation fails, 130 when interrupted.
             """,
         options: [
-            OptionSpec.value("name", short: "n", help: "run in this existing sandbox instead of a fresh one"),
+            OptionSpec.value("name", short: "n", help: "run in this existing sandbox (or on this attachment) instead of a fresh one"),
             .value("report", valueName: "dir", help: "where to write events.jsonl and the reports", defaultDescription: "linkcond-reports/SCENARIO"),
             .value("observe", valueName: "command", help: "a command to run as the device; its JSON lines become the app lane"),
             .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),

@@ -33,14 +33,18 @@ public struct ScenarioRunOptions: Sendable {
     public var isCancelled: @Sendable () -> Bool
     /// The backend for a sandbox the run makes (an existing one keeps its own).
     public var backend: BackendChoice
+    /// An attachment to run on instead of a sandbox (attached already; left attached): the monitor and the
+    /// prober run in its target, the steps act on its spliced link. See ``Scenario/needsOfASandbox``.
+    public var attachmentName: String?
 
     /// Options for a run.
     public init(
         sandboxName: String? = nil, reportDirectory: String, observeCommand: String? = nil, catalogDirectory: String? = nil,
         store: SandboxStore = .standard, progress: (@Sendable (ScenarioProgress) -> Void)? = nil,
-        isCancelled: @escaping @Sendable () -> Bool = { false }, backend: BackendChoice = .auto
+        isCancelled: @escaping @Sendable () -> Bool = { false }, backend: BackendChoice = .auto, attachmentName: String? = nil
     ) {
         self.backend = backend
+        self.attachmentName = attachmentName
         self.sandboxName = sandboxName
         self.reportDirectory = reportDirectory
         self.observeCommand = observeCommand
@@ -71,11 +75,15 @@ public enum ScenarioRunner {
     /// what the run changed.
     public static func run(_ scenario: Scenario, options: ScenarioRunOptions) throws -> ScenarioOutcome {
         let settings = scenario.probeSettings()
+        if let attachment = options.attachmentName, let need = scenario.needsOfASandbox.first {
+            throw LabError.scenarioNeedsSandbox(scenario: scenario.name, need: need, attachment: attachment)
+        }
         let startedAt = ISO8601DateFormatter().string(from: Date())
         let lab = try LinkLab.open(
             LinkLab.Options(
                 sandboxName: options.sandboxName, cellular: scenario.cellular, reportDirectory: options.reportDirectory,
-                probe: settings, store: options.store, catalogDirectory: options.catalogDirectory, backend: options.backend),
+                probe: settings, store: options.store, catalogDirectory: options.catalogDirectory, backend: options.backend,
+                attachmentName: options.attachmentName),
             isCancelled: options.isCancelled)
         var steps: [StepRecord] = []
         var interrupted = false

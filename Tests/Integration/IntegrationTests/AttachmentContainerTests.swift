@@ -110,12 +110,24 @@ final class AttachmentContainerTests: SandboxTestCase {
             XCTAssertEqual(one.status, 0, one.output + one.errorOutput)
             XCTAssertTrue(one.output.contains("attachment \(name): healthy") && one.output.contains("container '\(container)'"), one.output)
         }
-        // A scenario is refused on an attachment (it needs a sandbox's server), with nothing made.
+        // A scenario that needs a sandbox's links is refused on an attachment, with nothing made.
         let reports = "\(store)/reports"
         let run = try linkcond(["run", "flaky-wifi", "--name", names[0], "--report", reports], store: store)
         XCTAssertEqual(run.status, 1, run.output + run.errorOutput)
-        XCTAssertTrue(run.errorOutput.contains("'\(names[0])' is an attachment"), run.errorOutput)
+        XCTAssertTrue(run.errorOutput.contains("scenario 'flaky-wifi' cannot run on attachment '\(names[0])': step 'drop-1'"), run.errorOutput)
         XCTAssertFalse(FileManager.default.fileExists(atPath: reports), "a refused run made its report directory")
+        // One that conditions the link and watches the path runs: `run SCENARIO --name ATTACHMENT`.
+        let scenario = "\(store)/attached-edge.json"
+        try #"""
+            {"name": "attached-edge", "description": "edge on a container's attachment",
+             "steps": [{"name": "edge", "apply": "edge", "hold": "2s"}, {"name": "back", "clear": true, "hold": "1s"}],
+             "expectations": [{"name": "path satisfied under edge", "lane": "path", "holds": "satisfied", "during": "edge"}]}
+            """#.write(toFile: scenario, atomically: true, encoding: .utf8)
+        let scenarioRun = try linkcond(["run", scenario, "--name", names[1], "--report", reports], store: store)
+        XCTAssertEqual(scenarioRun.status, 0, scenarioRun.output + scenarioRun.errorOutput)
+        XCTAssertTrue(scenarioRun.output.contains("1/1 expectations passed"), scenarioRun.output)
+        XCTAssertTrue(scenarioRun.errorOutput.contains("on attachment '\(names[1])'"), scenarioRun.errorOutput)
+        try? FileManager.default.removeItem(atPath: reports)
         for (name, profile) in zip(names, ["edge", "3g"]) {
             let apply = try linkcond(["apply", profile, "--name", name], store: store)
             XCTAssertEqual(apply.status, 0, apply.output + apply.errorOutput)

@@ -1,7 +1,9 @@
+import Conditioning
 import Foundation
 import LinkcondBase
 import NetNamespace
 import PathMonitor
+import Profiles
 import Sandboxing
 import Scenarios
 import Timeline
@@ -54,6 +56,40 @@ final class AttachmentLabTests: SandboxTestCase {
         XCTAssertTrue(before == after, "the target differs after the lab closed:\n\(before.differences(after))")
         let events = try TimelineReader.read(path: reports + "/events.jsonl").events
         XCTAssertTrue(events.contains { $0.kind == TimelineKind.runFinished })
+    }
+
+    /// `run SCENARIO` on an attachment (from Swift, as `linkcond run --name` does): the steps condition its
+    /// link, the monitor watches its target, the expectations are judged; it stays attached, its conditions
+    /// put back. A scenario that needs the sandbox (its links, its server) is refused before anything runs.
+    func testAScenarioRunsOnAnAttachmentAndOneThatNeedsASandboxIsRefused() throws {
+        let topology = try ContainerLikeTopology.make(in: self)
+        let attachment = try makeAttachment()
+        try AttachmentConditioning(attachment: attachment, engineExecutable: try linkcondExecutable()).attach(.namespace(topology.app.name), backend: .userspace)
+        let catalog = try ProfileCatalog.locate(directory: AttachmentSpliceTests.catalogDirectory)
+        let scenario = try ScenarioParser.parse(text: """
+            {"name": "attached-edge", "description": "edge on an attachment, the path satisfied throughout",
+             "steps": [{"name": "baseline", "clear": true, "hold": "1s"}, {"name": "edge", "apply": "edge", "hold": "2s"},
+                       {"name": "back", "clear": true, "hold": "1s"}],
+             "expectations": [{"name": "path satisfied under edge", "lane": "path", "holds": "satisfied", "during": "edge"}]}
+            """, source: "attached-edge.json", catalog: catalog)
+        XCTAssertEqual(scenario.needsOfASandbox, [])
+        let reports = NSTemporaryDirectory() + "lcit-scenario-\(getpid())-\(UniqueName.next())"
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: reports) }
+        let options = ScenarioRunOptions(
+            reportDirectory: reports, catalogDirectory: catalog.directory, store: attachment.sandboxStore, attachmentName: attachment.name)
+        let outcome = try ScenarioRunner.run(scenario, options: options)
+        XCTAssertTrue(outcome.passed, "\(outcome.report.expectations.map { "\($0.name): \($0.evidence)" }) \(outcome.report.errors.map(\.message))")
+        let events = try TimelineReader.read(path: reports + "/events.jsonl").events
+        XCTAssertEqual(events.filter { $0.lane == .conditions && $0.kind == TimelineKind.conditionsChanged }.compactMap(\.state), ["clear", "edge", "clear"])
+        XCTAssertTrue(events.contains { $0.lane == .path && $0.state == "satisfied" && $0.summary.contains("eth0") }, "the monitor watched the target's eth0")
+        XCTAssertEqual(attachment.status()?.healthy, true, "the run left the attachment attached")
+
+        let flaky = try ScenarioParser.load(path: catalog.directory + "/../scenarios/flaky-wifi.json", catalog: catalog)
+        XCTAssertThrowsError(try ScenarioRunner.run(flaky, options: ScenarioRunOptions(
+            reportDirectory: reports + "-refused", store: attachment.sandboxStore, attachmentName: attachment.name))) { error in
+            XCTAssertTrue("\(error)".contains("scenario 'flaky-wifi' cannot run on attachment '\(attachment.name)': step 'drop-1'"), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: reports + "-refused"), "a refused run made its report directory")
     }
 
     /// `ping -c 4` from `namespace`: the average round trip in milliseconds, nil when nothing came back.
