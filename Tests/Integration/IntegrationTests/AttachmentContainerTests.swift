@@ -140,6 +140,19 @@ final class AttachmentContainerTests: SandboxTestCase {
         print("linkcond-attach: podman containers attached at once: unconditioned \(unconditioned ?? -1) ms, edge \(edge ?? -1) ms, 3g \(threeG ?? -1) ms (busybox ping, median of 5)")
         let show = try linkcond(["show", "--name", names[0]], store: store)
         XCTAssertTrue(show.output.contains("profile 'edge'") && show.output.contains("rate 240kbit delay 400ms"), show.output)
+        // exec runs in the container's namespace: its eth0 (the stand-in) with its address.
+        let exec = try linkcond(["exec", "--name", names[0], "--", "/bin/busybox", "ip", "-4", "addr", "show", "eth0"], store: store)
+        XCTAssertEqual(exec.status, 0, exec.errorOutput)
+        XCTAssertTrue(exec.output.contains(ContainerLikeTopology.appIPv4.address.description), exec.output)
+        // monitor watches the container's path (it streams until stopped: 3 s of it).
+        let monitor = try Command.runThroughFiles("/usr/bin/timeout", ["3", try linkcondExecutable(), "monitor", "--name", names[0], "--json"], environment: ["LINKCOND_STORE": store])
+        XCTAssertTrue(monitor.output.contains("eth0") && monitor.output.contains("satisfied"), "monitor --name: \(monitor.output) \(monitor.errorOutput)")
+        // clear takes the second container back to unconditioned while the first keeps edge.
+        let clear = try linkcond(["clear", "--name", names[1]], store: store)
+        XCTAssertTrue(clear.status == 0 && clear.output.contains("cleared the conditions of attachment '\(names[1])'"), clear.output + clear.errorOutput)
+        let cleared = try ping(containers[1], server)
+        XCTAssertTrue((cleared ?? 1000) < 100, "the second container is not unconditioned after clear: \(cleared ?? -1) ms")
+        XCTAssertTrue((840...900).contains(try ping(containers[0], server, count: 2) ?? 0), "the first container lost its edge at the second's clear")
 
         for (index, name) in names.enumerated() {
             // `down --name` reaches an attachment's detach.

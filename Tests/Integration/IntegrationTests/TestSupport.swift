@@ -183,7 +183,7 @@ enum Command {
     /// every one above 2 first): what a program leaves running in the background (conmon, after `podman run
     /// -d`) keeps what it inherited, and Foundation's Process, which learns of the exit through a socket the
     /// child inherits, or a pipe of output, would not end until that exits too.
-    static func runThroughFiles(_ executable: String, _ arguments: [String]) throws -> CommandResult {
+    static func runThroughFiles(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("lcit-out-\(getpid())-\(UniqueName.next())").path
         let paths = [base + ".out", base + ".err"]
         defer { for path in paths { try? FileManager.default.removeItem(atPath: path) } }
@@ -198,6 +198,7 @@ enum Command {
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         let closeAndRun = #"for fd in $(ls /proc/$$/fd); do if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done; exec "$0" "$@""#
         process.arguments = ["-c", closeAndRun, executable] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardOutput = handles[0]
         process.standardError = handles[1]
         process.standardInput = FileHandle.nullDevice
