@@ -135,7 +135,7 @@ let package = Package(
         .testTarget(name: "RespondersTests", dependencies: ["Responders", "LinkcondBase"]),
         // The engine control protocol's codec, both ends.
         .testTarget(name: "EngineControlTests", dependencies: ["EngineControl", "Profiles", "LinkEmulation", "JSONDocument"]),
-        // The engine's loop against an embedded wire, its ring and the bench's readers on synthetic frames (no root).
+        // The engine's loop against an embedded wire, its ring and its segmenting reader on synthetic frames (no root).
         .testTarget(
             name: "PacketEngineTests", dependencies: ["PacketEngine", "EngineBenchIO", "LinkEmulation", "Profiles", "CPacket", "AllocationCounting"]),
         // The engine between real namespaces (root).

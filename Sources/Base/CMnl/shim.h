@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
+#include <linux/nsfs.h>
 #include <libmnl/libmnl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -20,6 +22,7 @@
 #include <linux/veth.h>
 #include <linux/pkt_sched.h>
 #include <linux/pkt_cls.h>
+#include <linux/tc_act/tc_mirred.h>
 #include <linux/net_namespace.h>
 #include <linux/gen_stats.h>
 
@@ -38,6 +41,9 @@ static inline int cmnl_setns(int fd, int nstype) { return setns(fd, nstype); }
 static inline int cmnl_unshare(int flags) { return unshare(flags); }
 static inline int cmnl_clone_newnet(void) { return CLONE_NEWNET; }
 static inline int cmnl_clone_newns(void) { return CLONE_NEWNS; }
+/* The kind of namespace a nsfs descriptor refers to (CLONE_NEWNET for a network namespace), -1 when it is
+ * no namespace. */
+static inline int cmnl_namespace_type(int fd) { return ioctl(fd, NS_GET_NSTYPE); }
 
 /* libmnl's function-like macros. */
 static inline size_t cmnl_align(size_t len) { return MNL_ALIGN(len); }

@@ -3,7 +3,7 @@ import Profiles
 /// linkcond's command tree: every command, option and help text in one place.
 public enum CommandTree {
     static let nameOption = OptionSpec.value(
-        "name", short: "n", help: "the sandbox to act on", defaultDescription: "default")
+        "name", short: "n", help: "the sandbox (or attachment) to act on", defaultDescription: "default")
 
     /// The root command.
     public static let root = CommandSpec(
@@ -16,7 +16,7 @@ public enum CommandTree {
             and runs programs as the "client" device. Nothing in the host's own network namespace is
             touched. It needs root.
             """,
-        subcommands: [up, down, status, exec, apply, clear, show, profiles, scenarios, trace, monitor, run, api, doctor, serve, engine],
+        subcommands: [up, down, status, exec, apply, clear, show, attach, detach, profiles, scenarios, trace, monitor, run, api, doctor, serve, engine],
         examples: [
             "sudo linkcond up",
             "sudo linkcond exec -- curl -s http://server.linkcond.test/generate_204",
@@ -48,10 +48,10 @@ public enum CommandTree {
 
     static let down = CommandSpec(
         "down",
-        abstract: "Remove a sandbox: stop its server and delete its namespaces.",
+        abstract: "Remove a sandbox: stop its server and delete its namespaces (an attachment's name detaches it).",
         options: [
             nameOption,
-            .flag("all", help: "remove every sandbox linkcond recorded"),
+            .flag("all", help: "remove every sandbox linkcond recorded, and detach every attachment"),
         ],
         mutuallyExclusive: [["name", "all"]],
         examples: ["sudo linkcond down", "sudo linkcond down --all"])
@@ -117,6 +117,52 @@ public enum CommandTree {
         abstract: "Remove the conditions: the sandbox's links carry traffic unimpaired again.",
         options: [nameOption, .value("link", help: "only this client link", defaultDescription: "every link", allowedValues: ["wl0", "ww0"])])
 
+    static let attach = CommandSpec(
+        "attach",
+        abstract: "Condition a namespace you already have — a container's, a pod's, your own — both directions, on either backend.",
+        discussion: """
+            Give exactly one target: --netns NAME (in /run/netns), --netns-path PATH (/proc/PID/ns/net, a
+            runtime's netns file), --pid PID, or --container ID|NAME (podman, docker, nerdctl or crictl,
+            whichever is installed and knows it). linkcond moves the target's interface (--dev, by default the
+            one of its default route) into a wire namespace of its own (lca-NAME-wire) and puts a veth in its
+            place with the same name, index, hardware address, MTU, addresses, routes and settings; the
+            wire joins the two through linkcond's engine (userspace) or netem with mirred redirects (netem).
+            The peer sees a carrier blip; open connections keep going. Then 'apply PROFILE --name NAME',
+            'show', 'clear', 'exec', 'monitor' and 'run' act on it, and 'detach --name NAME' puts
+            everything back as it was. The host's own namespace and linkcond's sandboxes are refused.
+            """,
+        options: [
+            .value("netns", valueName: "name", help: "a named network namespace (ip netns list)"),
+            .value("netns-path", valueName: "path", help: "a network namespace file: /proc/PID/ns/net, a runtime's netns file"),
+            .value("pid", help: "the network namespace of this process"),
+            .value("container", valueName: "id", help: "a container, by id or name (podman, docker, nerdctl, crictl)"),
+            .value("dev", valueName: "iface", help: "the interface to condition", defaultDescription: "the interface of the default route"),
+            OptionSpec.value("name", short: "n", help: "the attachment's name", defaultDescription: "derived from the target"),
+            .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),
+            .flag("json", help: "print the attachment's status as JSON"),
+        ],
+        mutuallyExclusive: [["netns", "netns-path", "pid", "container"]],
+        examples: [
+            "sudo linkcond attach --container web",
+            "sudo linkcond attach --netns app --dev eth0 --name app",
+            "sudo linkcond apply 3g --name web",
+            "sudo linkcond detach --name web",
+        ])
+
+    static let detach = CommandSpec(
+        "detach",
+        abstract: "Undo an attachment: the original interface goes home with its addresses and routes, the wire goes.",
+        discussion: """
+            Also finishes an attach or detach that was interrupted (Ctrl-C, kill -9, a crash) at any point.
+            The target keeps what it changed on the interface while attached (addresses, routes, up or down).
+            """,
+        options: [
+            OptionSpec.value("name", short: "n", help: "the attachment"),
+            .flag("all", help: "detach every attachment"),
+        ],
+        mutuallyExclusive: [["name", "all"]],
+        examples: ["sudo linkcond detach --name web"])
+
     static let show = CommandSpec(
         "show",
         abstract: "Show the conditions the backend holds (netem's qdiscs or the engine), read back in profile terms, with counters.",
@@ -165,14 +211,16 @@ public enum CommandTree {
             SCENARIO is a path or the name of a shipped scenario ('linkcond scenarios' lists them). The run uses
             a sandbox of its own, with the links the scenario declares, removed afterwards; with --name it runs
             in that sandbox — brought up when it is not (and left up), refused when its links differ from the
-            scenario's "links" — and puts back what it changed. The path monitor, the reachability prober and,
-            with --observe, your own command (run in the client namespace; each JSON line it prints becomes an
-            event on the "app" lane, its "state" field the lane's state) are recorded to events.jsonl as things
-            happen; then timeline.json, junit.xml, timeline.html and summary.md are written to the report
-            directory. Exit code 1 when an expectation fails, 130 when interrupted.
+            scenario's "links" — and puts back what it changed. --name may also name an attachment: there the
+            steps condition its spliced link and the watchers run in its target; a scenario that needs a
+            sandbox's links, cellular link or server (prober expectations) is refused. The path monitor, the
+            reachability prober and, with --observe, your own command (run in the client namespace; each JSON
+            line it prints becomes an event on the "app" lane, its "state" field the lane's state) are recorded
+            to events.jsonl as things happen; then timeline.json, junit.xml, timeline.html and summary.md are
+            written to the report directory. Exit code 1 when an expectation fails, 130 when interrupted.
             """,
         options: [
-            OptionSpec.value("name", short: "n", help: "run in this sandbox (brought up when it is not) instead of a fresh one"),
+            OptionSpec.value("name", short: "n", help: "run in this sandbox (brought up when it is not) or on this attachment, instead of a fresh sandbox"),
             .value("report", valueName: "dir", help: "where to write events.jsonl and the reports", defaultDescription: "linkcond-reports/SCENARIO"),
             .value("observe", valueName: "command", help: "a command to run as the device; its JSON lines become the app lane"),
             .value("backend", help: "how conditions are made: netem qdiscs, or linkcond's userspace engine (any kernel)", defaultDescription: "auto: netem when the kernel has it", allowedValues: ["auto", "netem", "userspace"]),
@@ -247,6 +295,7 @@ public enum CommandTree {
         options: [
             nameOption,
             .value("store", valueName: "dir", help: "the sandbox store holding the control socket", defaultDescription: "/run/linkcond"),
+            .flag("attached", help: "an attachment's engine: its wire ends are in the attachment's state, and their peers are left as they are"),
         ])
 
     static let trace = CommandSpec(

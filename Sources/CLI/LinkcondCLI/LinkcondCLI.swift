@@ -53,6 +53,8 @@ public enum LinkcondCLI {
             case "apply": return try ConditionCommands.apply(parsed)
             case "clear": return try ConditionCommands.clear(parsed)
             case "show": return try ConditionCommands.show(parsed)
+            case "attach": return try AttachCommands.attach(parsed)
+            case "detach": return try AttachCommands.detach(parsed)
             case "monitor": return try MonitorCommand.run(parsed)
             case "run": return try RunCommand.run(parsed)
             case "api": return try APICommand.run(parsed)

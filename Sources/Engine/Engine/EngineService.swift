@@ -30,13 +30,20 @@ public final class EngineService: @unchecked Sendable {
         public var routerNamespace: String
         /// I/O tuning.
         public var options: EngineOptions
+        /// For an attachment's engine: its wire's two ends, given (the namespaces above are not used). Their
+        /// peers — the stand-in in the target, and the original's peer, which is not linkcond's — are left as
+        /// they are, offloads on: both ends are read with `PACKET_VNET_HDR` and super-frames cut in the engine.
+        public var attached: WireEnds?
 
         /// A configuration; the I/O defaults suit a few Gbit/s.
-        public init(socketPath: String, clientNamespace: String, routerNamespace: String, options: EngineOptions = EngineOptions()) {
+        public init(
+            socketPath: String, clientNamespace: String, routerNamespace: String, options: EngineOptions = EngineOptions(), attached: WireEnds? = nil
+        ) {
             self.socketPath = socketPath
             self.clientNamespace = clientNamespace
             self.routerNamespace = routerNamespace
             self.options = options
+            self.attached = attached
         }
     }
 
@@ -63,6 +70,8 @@ public final class EngineService: @unchecked Sendable {
 
     private let configuration: Configuration
     private var links: [Forwarding] = []
+    /// What the segmenting readers of an attached engine did.
+    private let segmentation = SegmentationCounters()
     /// One change at a time: requests are served concurrently, and reads (`show`) go on beside a change,
     /// but two changes never interleave their swaps.
     private let changes = Mutex<Void>(())
@@ -87,7 +96,7 @@ public final class EngineService: @unchecked Sendable {
 
         let service = EngineService(configuration: configuration)
         try service.start(log: log)
-        defer { service.stop() }
+        defer { service.stop(log: log) }
         let server = try EngineControlServer(
             path: configuration.socketPath, handle: { request in service.handle(request) },
             busy: { EngineResponse(error: "the engine is serving as many connections as it takes at once; try again", links: [], pid: getpid()) })
@@ -101,6 +110,9 @@ public final class EngineService: @unchecked Sendable {
     }
 
     private func plans() throws -> [LinkPlan] {
+        if let attached = configuration.attached {
+            return [LinkPlan(link: .wifi, clientPeer: "the stand-in", routerPeer: "its peer", wire: attached)]
+        }
         let present = Set(try RouteNetlinkClient(connection: try NetlinkConnection(), namespace: nil).links().map(\.name))
         typealias T = SandboxPlan
         let candidates = [
@@ -119,16 +131,22 @@ public final class EngineService: @unchecked Sendable {
     }
 
     private func start(log: (String) -> Void) throws {
-        let client = try NamedNamespace(existing: configuration.clientNamespace)
-        let router = try NamedNamespace(existing: configuration.routerNamespace)
+        let attached = configuration.attached != nil
+        let client = attached ? nil : try NamedNamespace(existing: configuration.clientNamespace)
+        let router = attached ? nil : try NamedNamespace(existing: configuration.routerNamespace)
         for plan in try plans() {
-            try WirePreparation.prepare(plan.wire)
-            try WirePreparation.preparePeer(plan.clientPeer, in: client)
-            try WirePreparation.preparePeer(plan.routerPeer, in: router)
-            let runtime = try EngineRuntime(
-                wire: plan.wire, options: configuration.options,
-                uplink: DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .uplink)),
-                downlink: DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .downlink)))
+            try WirePreparation.prepare(plan.wire, offloads: !attached)
+            if let client, let router {
+                try WirePreparation.preparePeer(plan.clientPeer, in: client)
+                try WirePreparation.preparePeer(plan.routerPeer, in: router)
+            }
+            let uplink = DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .uplink))
+            let downlink = DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .downlink))
+            let runtime = attached
+                ? try EngineRuntime(
+                    wire: plan.wire, options: configuration.options, uplink: uplink, downlink: downlink,
+                    source: SegmentingSource.ring(counters: segmentation))
+                : try EngineRuntime(wire: plan.wire, options: configuration.options, uplink: uplink, downlink: downlink)
             try runtime.start()
             let relay = try CarrierRelay(wire: plan.wire)
             try relay.start()
@@ -137,11 +155,12 @@ public final class EngineService: @unchecked Sendable {
         }
     }
 
-    private func stop() {
+    private func stop(log: (String) -> Void) {
         for forwarding in links {
             forwarding.relay.stop()
             forwarding.runtime.stop()
         }
+        if configuration.attached != nil { log("segmentation: \(segmentation.description)") }
     }
 
     /// What a direction holds and has counted, read on its own thread in one visit.

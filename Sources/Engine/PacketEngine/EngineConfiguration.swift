@@ -40,14 +40,15 @@ public struct WireEnds: Sendable, Equatable {
 
 /// Who cuts TCP super-frames into MTU-sized frames and completes checksums: the peers' kernels before the
 /// frames enter the wire, or the reader of the wire after it reads them. The engine forwards plain frames
-/// only (``disabled``); ``segmentInEngine`` prepares peers for a reader that reads super-frames with
-/// `PACKET_VNET_HDR` and cuts them itself, which linkcond-bench measures (its `Bench/EngineBenchIO`).
+/// only (``disabled``) — except an attached engine, which cannot change the target's peer and reads both
+/// ends with `PACKET_VNET_HDR`, cutting super-frames itself (``SegmentingSource``); ``segmentInEngine``
+/// prepares peers for such a reader, which linkcond-bench measures.
 public enum OffloadMode: Sendable, Equatable {
     /// The peers send plain frames (their offloads are off, see ``WirePreparation/preparePeer(_:in:mode:)``):
     /// at most one MTU, checksums complete. What the engine needs.
     case disabled
     /// The peers keep TSO and checksum offload; only the segmentation a reader cannot do itself (UDP,
-    /// tunnels, fraglists) is off. For linkcond-bench's segmenting reader, not for the engine.
+    /// tunnels, fraglists) is off. For linkcond-bench's segmenting reader on a sandbox's wire.
     case segmentInEngine
 }
 

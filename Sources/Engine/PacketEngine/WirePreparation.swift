@@ -11,12 +11,13 @@ public enum WirePreparation {
     /// the ends get no link-local address and send nothing of their own (no router or neighbour
     /// solicitations, no MLD reports); the wire offloads off on both ends; both ends up. The ends get no
     /// addresses. Equivalent to `sysctl -w net.ipv6.conf.{all,default,END}.disable_ipv6=1`,
-    /// `ethtool -K END …` and `ip link set END up`.
-    public static func prepare(_ wire: WireEnds) throws(PacketEngineError) {
+    /// `ethtool -K END …` and `ip link set END up`. With `offloads` false the ends' offloads are left as they
+    /// are (an attached wire, whose end facing the target's peer is the target's own interface).
+    public static func prepare(_ wire: WireEnds, offloads: Bool = true) throws(PacketEngineError) {
         for key in ["all", "default", wire.clientSide, wire.routerSide] {
             try disableIPv6(key, in: wire.namespace)
         }
-        for end in [wire.clientSide, wire.routerSide] {
+        for end in [wire.clientSide, wire.routerSide] where offloads {
             try InterfaceOffloads.disable(on: end, in: wire.namespace)
         }
         let links = try linkClient(wire.namespace)

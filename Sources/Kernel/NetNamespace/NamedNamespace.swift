@@ -26,7 +26,7 @@ public struct NamedNamespace: Sendable, Hashable {
         guard Self.exists(name) else { throw .notFound(name: name) }
     }
 
-    private init(unchecked name: String) {
+    init(unchecked name: String) {
         self.name = name
     }
 
@@ -40,6 +40,15 @@ public struct NamedNamespace: Sendable, Hashable {
     /// True when `/run/netns/NAME` exists.
     public static func exists(_ name: String) -> Bool {
         access("\(runDirectory)/\(name)", F_OK) == 0
+    }
+
+    /// True when `/run/netns/NAME` holds a namespace (its file is on nsfs, as `stat -L -c %d` of it and of `/proc/self/ns/net` show):
+    /// a crash between creating the file and bind-mounting the namespace onto it leaves a plain file, which
+    /// ``exists(_:)`` sees but `setns` refuses (EINVAL).
+    public var isMounted: Bool {
+        // Every namespace file is on the one nsfs: the device of this process's own.
+        guard let identity = NamespaceIdentity(path: path), let own = NamespaceIdentity(path: "/proc/self/ns/net") else { return false }
+        return identity.device == own.device
     }
 
     /// The names of every named namespace, sorted. Equivalent to `ip netns list`.
@@ -86,7 +95,7 @@ public struct NamedNamespace: Sendable, Hashable {
         return namespace
     }
 
-    private static func prepareRunDirectory() throws(NamespaceError) {
+    static func prepareRunDirectory() throws(NamespaceError) {
         if mkdir(runDirectory, 0o755) != 0 && errno != EEXIST {
             throw .system(operation: "create \(runDirectory)", errno: errno)
         }

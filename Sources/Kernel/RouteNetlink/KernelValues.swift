@@ -91,6 +91,19 @@ public struct AddressFlags: OptionSet, Hashable, Sendable, Codable {
     public static let permanent = AddressFlags(rawValue: UInt32(IFA_F_PERMANENT))
     /// No DAD for this address. `IFA_F_NODAD`.
     public static let noDAD = AddressFlags(rawValue: UInt32(IFA_F_NODAD))
+    /// A secondary IPv4 address of its subnet (the kernel decides). `IFA_F_SECONDARY`.
+    public static let secondary = AddressFlags(rawValue: UInt32(IFA_F_SECONDARY))
+    /// No prefix route for the address. `IFA_F_NOPREFIXROUTE`.
+    public static let noPrefixRoute = AddressFlags(rawValue: UInt32(IFA_F_NOPREFIXROUTE))
+    /// Temporary (privacy) addresses are made from this one. `IFA_F_MANAGETEMPADDR`.
+    public static let manageTemporaryAddresses = AddressFlags(rawValue: UInt32(IFA_F_MANAGETEMPADDR))
+    /// The multicast group of the address is joined for it. `IFA_F_MCAUTOJOIN`.
+    public static let multicastAutoJoin = AddressFlags(rawValue: UInt32(IFA_F_MCAUTOJOIN))
+    /// A Mobile IPv6 home address. `IFA_F_HOMEADDRESS`.
+    public static let homeAddress = AddressFlags(rawValue: UInt32(IFA_F_HOMEADDRESS))
+    /// The flags a request may set when an address is added (`ip addr add … nodad noprefixroute
+    /// mngtmpaddr autojoin home`); the others are the kernel's to decide.
+    public static let settable: AddressFlags = [.noDAD, .noPrefixRoute, .manageTemporaryAddresses, .multicastAutoJoin, .homeAddress]
 }
 
 /// An interface's hardware type (`ifi_type`, the ARP hardware type).

@@ -41,12 +41,17 @@ public struct Link: Sendable, Equatable {
     public var hardwareAddress: [UInt8]
     /// `IFLA_LINK`: for a veth, the peer's index (in the peer's namespace).
     public var linkIndex: Int32?
+    /// `IFLA_LINK_NETNSID`: for a veth whose peer lives in another namespace, that namespace's id as this
+    /// namespace numbers it (`link-netnsid` in `ip link`); nil when the peer is in the same namespace.
+    public var linkNamespaceID: Int32?
+    /// `IFLA_TXQLEN`: the transmit queue length (`qlen`/`txqlen` in `ip link`).
+    public var transmitQueueLength: UInt32?
 
     /// A value with these fields.
     public init(
         index: Int32, name: String, kind: String? = nil, flags: LinkFlags = [], hardwareType: HardwareType = .ether,
         operationalState: OperationalState = .unknown, carrier: Bool = false, mtu: UInt32 = 0,
-        hardwareAddress: [UInt8] = [], linkIndex: Int32? = nil
+        hardwareAddress: [UInt8] = [], linkIndex: Int32? = nil, linkNamespaceID: Int32? = nil, transmitQueueLength: UInt32? = nil
     ) {
         self.index = index
         self.name = name
@@ -58,6 +63,8 @@ public struct Link: Sendable, Equatable {
         self.mtu = mtu
         self.hardwareAddress = hardwareAddress
         self.linkIndex = linkIndex
+        self.linkNamespaceID = linkNamespaceID
+        self.transmitQueueLength = transmitQueueLength
     }
 
     /// True when the administrator set the link up (`IFF_UP`).
@@ -91,6 +98,8 @@ public struct Link: Sendable, Equatable {
                 link.operationalState = OperationalState(rawValue: attributes.uint8()) ?? .unknown
             case IFLA_CARRIER: link.carrier = attributes.uint8() != 0
             case IFLA_LINK: link.linkIndex = attributes.int32()
+            case IFLA_LINK_NETNSID: link.linkNamespaceID = attributes.int32()
+            case IFLA_TXQLEN: link.transmitQueueLength = attributes.uint32()
             case IFLA_LINKINFO:
                 var info = attributes.nested()
                 while info.next() {

@@ -1,6 +1,24 @@
 import CMnl
 import Netlink
 
+/// What a veth's peer is given when the pair is made (nil: the kernel's choice: a random address, the
+/// default MTU and queue length).
+public struct VethPeerSettings: Sendable, Equatable {
+    /// `address MAC`: `IFLA_ADDRESS`.
+    public var hardwareAddress: [UInt8]?
+    /// `mtu MTU`: `IFLA_MTU`.
+    public var mtu: UInt32?
+    /// `txqueuelen LEN`: `IFLA_TXQLEN`.
+    public var transmitQueueLength: UInt32?
+
+    /// Settings for a veth's peer.
+    public init(hardwareAddress: [UInt8]? = nil, mtu: UInt32? = nil, transmitQueueLength: UInt32? = nil) {
+        self.hardwareAddress = hardwareAddress
+        self.mtu = mtu
+        self.transmitQueueLength = transmitQueueLength
+    }
+}
+
 /// The rtnetlink link requests linkcond sends, as messages (no socket), laid out exactly as iproute2's
 /// `ip link` lays them out, so unit tests compare them byte for byte with captured `ip` requests.
 public enum LinkRequest {
@@ -13,9 +31,12 @@ public enum LinkRequest {
     /// existing interface of that name is an error (`EEXIST`) rather than silently reused.
     ///
     /// `index`/`peerIndex` ask for specific interface indexes (`ifi_index`); 0 lets the kernel choose.
+    ///
+    /// `peer` sets the peer's hardware address, MTU and transmit queue length at creation
+    /// (`… peer name PEER address MAC mtu MTU txqueuelen LEN`), so it never exists with other values.
     public static func createVeth(
         name: String, index: Int32 = 0, namespaceFD: Int32? = nil, peerName: String, peerIndex: Int32 = 0,
-        peerNamespaceFD: Int32? = nil
+        peerNamespaceFD: Int32? = nil, peer: VethPeerSettings = VethPeerSettings()
     ) -> NetlinkMessageBuilder {
         let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: createFlags)
         message.putStruct(ifinfo(index: index))
@@ -24,11 +45,14 @@ public enum LinkRequest {
         let linkInfo = message.beginNest(UInt16(IFLA_LINKINFO))
         message.put(UInt16(IFLA_INFO_KIND), bytes: Array("veth".utf8))  // iproute2 sends the kind without its NUL
         let data = message.beginNest(UInt16(IFLA_INFO_DATA))
-        let peer = message.beginNest(UInt16(VETH_INFO_PEER))
+        let peerNest = message.beginNest(UInt16(VETH_INFO_PEER))
         message.putStruct(ifinfo(index: peerIndex))
+        if let address = peer.hardwareAddress { message.put(UInt16(IFLA_ADDRESS), bytes: address) }
+        if let mtu = peer.mtu { message.put(UInt16(IFLA_MTU), uint32: mtu) }
+        if let length = peer.transmitQueueLength { message.put(UInt16(IFLA_TXQLEN), uint32: length) }
         if let peerNamespaceFD { message.put(UInt16(IFLA_NET_NS_FD), uint32: UInt32(bitPattern: peerNamespaceFD)) }
         message.put(UInt16(IFLA_IFNAME), string: peerName)
-        message.endNest(peer)
+        message.endNest(peerNest)
         message.endNest(data)
         message.endNest(linkInfo)
         return message

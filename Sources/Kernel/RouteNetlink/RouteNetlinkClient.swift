@@ -167,21 +167,30 @@ public final class RouteNetlinkClient: Sendable {
     /// different indexes matters when they live in different namespaces: the kernel treats a veth's
     /// carrier change as urgent only when its index differs from its peer's (`linkwatch_urgent_event`),
     /// and otherwise batches the notification for up to a second.
+    ///
+    /// `peer` gives the peer its hardware address, MTU and queue length from the start
+    /// (`peer name PEER address MAC mtu MTU txqueuelen LEN`).
     public func createVeth(
         name: String, index: Int32 = 0, in target: NamespaceDescriptor? = nil, peerName: String, peerIndex: Int32 = 0,
-        peerIn peerTarget: NamespaceDescriptor? = nil
+        peerIn peerTarget: NamespaceDescriptor? = nil, peer: VethPeerSettings = VethPeerSettings()
     ) throws(RouteNetlinkError) {
         try Self.checkName(name)
         try Self.checkName(peerName)
+        if let address = peer.hardwareAddress, address.count != 6 {
+            throw .invalidArgument("a veth's hardware address has 6 bytes, not \(address.count)")
+        }
         var operation = "\(ipPrefix) link add \(name)"
         if index != 0 { operation += " index \(index)" }
         if let target { operation += " netns \(target.name)" }
         operation += " type veth peer name \(peerName)"
         if peerIndex != 0 { operation += " index \(peerIndex)" }
+        if let address = peer.hardwareAddress { operation += " address \(Link(index: 0, name: "", hardwareAddress: address).hardwareAddressText)" }
+        if let mtu = peer.mtu { operation += " mtu \(mtu)" }
+        if let length = peer.transmitQueueLength { operation += " txqueuelen \(length)" }
         if let peerTarget { operation += " netns \(peerTarget.name)" }
         let message = LinkRequest.createVeth(
             name: name, index: index, namespaceFD: target?.fileDescriptor, peerName: peerName, peerIndex: peerIndex,
-            peerNamespaceFD: peerTarget?.fileDescriptor)
+            peerNamespaceFD: peerTarget?.fileDescriptor, peer: peer)
         try send(message, operation)
         // The indexes asked for are the kernel's now: ends that stay here need no look-up later.
         knownIndexes.withLock { table in
@@ -234,6 +243,27 @@ public final class RouteNetlinkClient: Sendable {
         }
     }
 
+    /// Adds the address `address` describes (as ``addresses()`` read it, from any interface) to `name`, with
+    /// its scope, label, broadcast, peer, metric, lifetimes and settable flags, plus `extraFlags`. Equivalent
+    /// to `ip addr add LOCAL/LEN … dev NAME` with those options.
+    public func addAddress(_ address: InterfaceAddress, to name: String, extraFlags: AddressFlags = []) throws(RouteNetlinkError) {
+        var text = "\(ipPrefix) addr add \(address.prefix)"
+        if let peer = address.peer { text += " peer \(peer)" }
+        if let broadcast = address.broadcast { text += " broadcast \(broadcast)" }
+        text += " dev \(name)"
+        if let label = address.label { text += " label \(label)" }
+        if let metric = address.metric { text += " metric \(metric)" }
+        if address.validLifetime != InterfaceAddress.forever || address.preferredLifetime != InterfaceAddress.forever {
+            text += " valid_lft \(address.validLifetime) preferred_lft \(address.preferredLifetime)"
+        }
+        let flags = address.flags.intersection(.settable).union(extraFlags)
+        for (flag, word) in [(AddressFlags.noDAD, "nodad"), (.noPrefixRoute, "noprefixroute"), (.manageTemporaryAddresses, "mngtmpaddr"),
+                             (.multicastAutoJoin, "autojoin"), (.homeAddress, "home")] where flags.contains(flag) {
+            text += " \(word)"
+        }
+        try send(on: name, text) { AddressRequest.add(address, interfaceIndex: $0, extraFlags: extraFlags) }
+    }
+
     /// Removes an address. Equivalent to `ip addr del PREFIX dev NAME`.
     public func deleteAddress(_ prefix: IPPrefix, from name: String) throws(RouteNetlinkError) {
         try send(on: name, "\(ipPrefix) addr del \(prefix) dev \(name)") { AddressRequest.delete(prefix, interfaceIndex: $0) }
@@ -284,6 +314,32 @@ public final class RouteNetlinkClient: Sendable {
         try send(on: name, routeText("del", destination, gateway, name, metric, family)) {
             RouteRequest.delete(destination: destination, gateway: gateway, interfaceIndex: $0, metric: metric, family: family)
         }
+    }
+
+    /// Adds the route `route` describes (as ``routes(family:)`` read it, through any interface) through `name`,
+    /// with its table, protocol, scope, type, metric, preferred source, preference, `onlink`, remaining
+    /// lifetime and metrics. Equivalent to `ip route add …` with those options. A route through several next
+    /// hops (``Route/compound``) is refused.
+    public func addRoute(_ route: Route, interface name: String) throws(RouteNetlinkError) {
+        guard route.compound.isEmpty else {
+            throw .invalidArgument("the route to \(route.destination.map(\.description) ?? "default") has \(route.compound.joined(separator: ", ")): it is not one interface's to make again")
+        }
+        try send(on: name, Self.routeText(route, name, ipPrefix)) { RouteRequest.add(route, interfaceIndex: $0) }
+    }
+
+    /// `ip [-6] route add …` for `route` through `name`, in the order ``RouteRequest/add(_:interfaceIndex:)`` lays it out.
+    static func routeText(_ route: Route, _ name: String, _ ipPrefix: String) -> String {
+        var text = ipPrefix + (route.family == .inet6 ? " -6" : "") + " route add "
+        text += route.destination.map { $0.length == 0 ? "default" : $0.description } ?? "default"
+        if let source = route.source { text += " from \(source)" }
+        if let gateway = route.gateway { text += " via \(gateway)" }
+        text += " dev \(name) table \(route.table.rawValue) proto \(route.routingProtocol.rawValue) scope \(route.scope.rawValue) type \(route.type.rawValue)"
+        if let metric = route.metric { text += " metric \(metric)" }
+        if let source = route.preferredSource { text += " src \(source)" }
+        if let preference = route.preference { text += " pref \(preference)" }
+        if let expires = route.expires { text += " expires \(expires)" }
+        if route.isOnLink { text += " onlink" }
+        return text
     }
 
     /// Every route of `family` in every table. Equivalent to `ip route show table all`.

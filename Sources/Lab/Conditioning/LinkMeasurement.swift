@@ -33,6 +33,15 @@ public struct LinkMeasurement: Sendable {
         serverAddress = SandboxPlan.serverIPv4
     }
 
+    /// Measures between a socket bound to `clientAddress` in `client` and one bound to `serverAddress` in
+    /// `server` (the same family): an attachment's target and a namespace beyond its link.
+    public init(client: NamedNamespace, clientAddress: IPAddress, server: NamedNamespace, serverAddress: IPAddress) {
+        self.client = client
+        self.clientAddress = clientAddress
+        self.server = server
+        self.serverAddress = serverAddress
+    }
+
     private var family: AddressFamily { clientAddress.family }
 
     private func socket(in namespace: NamedNamespace, address: IPAddress) throws(SandboxError) -> (DatagramSocket, UInt16) {

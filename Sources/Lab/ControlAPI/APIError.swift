@@ -35,7 +35,8 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
             switch error {
             case .timedOut: return APIError(504, error.description)
             case .reportDirectory: return APIError(422, error.description)
-            case .needsCellular, .wrongShape, .sandboxExists, .conflictingSandboxes: return APIError(409, error.description)
+            case .needsCellular, .wrongShape, .sandboxExists, .conflictingSandboxes, .notOnAttachment, .scenarioNeedsSandbox:
+                return APIError(409, error.description)
             }
         case let error as TimelineError: return APIError(500, error.description)
         case let error as PathMonitorError: return APIError(500, error.description)

@@ -148,6 +148,9 @@ public struct Sandbox: Sendable {
     ) throws(SandboxError) -> UpOutcome {
         var outcome = UpOutcome.created
         let record = transaction.record
+        if case let .state(existing) = record, existing.attachment != nil {
+            throw .unsupported(detail: "'\(topology.name)' is an attachment, not a sandbox: 'linkcond detach --name \(topology.name)' removes it")
+        }
         if case let .state(existing) = record, configuration.matches(existing), isHealthy(existing) { return .alreadyUp }
         if record != .missing || !leftovers().isEmpty {
             progress("removing the earlier, incomplete or different sandbox '\(topology.name)'")
@@ -199,6 +202,12 @@ public struct Sandbox: Sendable {
     /// ``remove(progress:)`` within `transaction`, which holds the lock and is ended by it (the lock file
     /// goes too).
     public func remove(in transaction: SandboxTransaction) -> TeardownReport {
+        if case let .state(existing) = transaction.record, existing.attachment != nil {
+            // An attachment's wire holds the user's own interface: only its detach may undo it.
+            var report = TeardownReport()
+            report.notes.append("'\(topology.name)' is an attachment, not a sandbox: left alone ('linkcond detach --name \(topology.name)' removes it)")
+            return report
+        }
         let report = teardown(transaction.record)
         transaction.reload()
         transaction.endRemovingLockFile()

@@ -97,6 +97,9 @@ public struct SandboxState: Sendable, Equatable {
     /// Conditions on for a while, and what comes back after (see ``TimedChange``), one per timed apply whose
     /// links no later change took over; empty normally.
     public var timedChanges: [TimedChange] = []
+    /// For an attachment (linkcond conditioning a namespace it does not own): what it attached to and did,
+    /// the journal detach works from; nil for a sandbox.
+    public var attachment: AttachmentRecord?
 
     /// A fresh record for sandbox `name`.
     public init(name: String, cellular: Bool, wire: Bool = false, backend: String? = nil) {

@@ -25,6 +25,7 @@ extension SandboxState {
         if !conditions.isEmpty {
             members.append(("conditions", .object(conditions.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonValue) })))
         }
+        if let attachment { members.append(("attachment", attachment.jsonValue)) }
         if generation > 0 { members.append(("generation", .number(JSONNumber(value: Double(generation), literal: String(generation))))) }
         if let pending {
             var change: [(key: String, value: JSONValue)] = [
@@ -75,6 +76,9 @@ extension SandboxState {
             }
         }
         if object.member("generation") != nil { state.generation = try object.integer("generation") }
+        if let attachment = object.member("attachment"), attachment != .null {
+            state.attachment = try AttachmentRecord(file: FileObject(attachment, path: "attachment."))
+        }
         if let pending = object.member("pending"), pending != .null {
             let change = try FileObject(pending, path: "pending.")
             state.pending = PendingChange(

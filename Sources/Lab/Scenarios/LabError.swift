@@ -15,6 +15,10 @@ public enum LabError: Error, Sendable, CustomStringConvertible {
     case reportDirectory(path: String, detail: String)
     /// Both an existing sandbox and a name for a new one were given.
     case conflictingSandboxes(existing: String, new: String)
+    /// What a lab on an attachment cannot do: the sandbox's links, addresses, routes and portal are not there.
+    case notOnAttachment(what: String, attachment: String)
+    /// A scenario that needs what an attachment does not have (``Scenario/needsOfASandbox``).
+    case scenarioNeedsSandbox(scenario: String, need: String, attachment: String)
 
     public var description: String {
         switch self {
@@ -32,6 +36,10 @@ public enum LabError: Error, Sendable, CustomStringConvertible {
             "cannot create the report directory \(path): \(detail)"
         case let .conflictingSandboxes(existing, new):
             "the lab was given an existing sandbox ('\(existing)') and a name for a new one ('\(new)'): give one of them"
+        case let .notOnAttachment(what, attachment):
+            "\(what) acts on a sandbox's own links, server or portal, which attachment '\(attachment)' does not have: use a sandbox for it"
+        case let .scenarioNeedsSandbox(scenario, need, attachment):
+            "scenario '\(scenario)' cannot run on attachment '\(attachment)': \(need); run it in a sandbox"
         }
     }
 

@@ -76,6 +76,7 @@ extension LinkLab {
 
     /// Takes a client link down or up (see `Sandbox.setLink`).
     public func setLink(_ link: Sandbox.ClientLink, side: Sandbox.LinkSide, up: Bool) throws {
+        try refuseOnAttachment("taking a link down or up")
         let word = up ? "up" : "down"
         remember("link \(link.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(link, side: side, up: true) }
         try recordConditions("\(link.rawValue) \(word)", action: "\(link.rawValue) link \(word) (\(side.rawValue) side)") {
@@ -86,6 +87,7 @@ extension LinkLab {
 
     /// Removes or restores the client link's addresses of `family` (nil: both).
     public func setAddresses(_ link: Sandbox.ClientLink, present: Bool, family: AddressFamily? = nil) throws {
+        try refuseOnAttachment("removing or restoring addresses")
         remember("addresses \(link.rawValue)") { [sandbox] in try sandbox.restoreAddresses(link) }
         let which = family.map { "\($0) " } ?? ""
         try recordConditions(
@@ -98,6 +100,7 @@ extension LinkLab {
 
     /// Removes or restores the client link's default routes of `family` (nil: both).
     public func setDefaultRoutes(_ link: Sandbox.ClientLink, present: Bool, family: AddressFamily? = nil) throws {
+        try refuseOnAttachment("removing or restoring default routes")
         remember("routes \(link.rawValue)") { [sandbox] in try sandbox.restoreDefaultRoutes(link) }
         let which = family.map { "\($0) " } ?? ""
         try recordConditions(
@@ -111,6 +114,7 @@ extension LinkLab {
 
     /// Switches the server's captive portal on or off.
     public func setPortal(on: Bool) throws {
+        try refuseOnAttachment("the captive portal")
         remember("portal") { [sandbox] in try sandbox.setPortal(on: false) }
         try recordConditions(on ? "portal" : "no portal", action: "captive portal \(on ? "on" : "off")") {
             try sandbox.setPortal(on: on)
@@ -120,6 +124,7 @@ extension LinkLab {
 
     /// Hands the device over to a link.
     public func handOver(to link: Sandbox.ClientLink) throws {
+        try refuseOnAttachment("a hand-over")
         for side in [Sandbox.LinkSide.router] {
             for affected in [Sandbox.ClientLink.wifi, .cellular] {
                 remember("link \(affected.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(affected, side: side, up: true) }
@@ -131,12 +136,17 @@ extension LinkLab {
         }
     }
 
+    /// Throws ``LabError/notOnAttachment(what:attachment:)`` on a lab on an attachment.
+    private func refuseOnAttachment(_ what: String) throws {
+        if let attachment { throw LabError.notOnAttachment(what: what, attachment: attachment.name) }
+    }
+
     // MARK: The user's app
 
-    /// Runs `command` (through `/bin/sh -c`) in the client namespace, replacing an earlier one, and records
-    /// each line it prints on the app lane: a JSON object's scalar fields become details, its `state` field the lane's state.
+    /// Runs `command` (through `/bin/sh -c`) in the client namespace (an attachment's target), replacing an
+    /// earlier one, and records each line it prints on the app lane: a JSON object's scalar fields become
+    /// details, its `state` field the lane's state.
     public func observe(command: String) throws {
-        let client = try sandbox.clientNamespace()
         let process = try ObservedProcess(command: command, namespace: client, recorder: recorder)
         lock.lock()
         let previous = observed

@@ -5,7 +5,8 @@ import Timeline
 extension LinkLab {
     /// Records the run's start, then every path update, probe result and prober update on the timeline.
     func start() throws {
-        try recorder.record(.scenario, TimelineKind.runStarted, "run started in sandbox '\(sandbox.topology.name)'")
+        let place = attachment.map { "attachment '\($0.name)'" } ?? "sandbox '\(sandbox.topology.name)'"
+        try recorder.record(.scenario, TimelineKind.runStarted, "run started in \(place)")
         let recorder = self.recorder
         try monitor.start(queue: queue) { update in
             let path = update.path

@@ -37,6 +37,11 @@ public final class LinkLab: @unchecked Sendable {
     public let options: Options
     /// The backend that holds the sandbox's conditions.
     public let conditions: any ConditioningBackend
+    /// The attachment the lab works on instead of a sandbox (``sandbox`` is then its state's handle).
+    public let attachment: Attachment?
+    /// The namespace the monitor, the prober and an observed app run in: the client's, or the attached target's.
+    let client: NamedNamespace
+    private let ownsAttachment: Bool
     let ownsSandbox: Bool
     private let server: ResponderServer?
     /// The lab's hold on the sandbox, from ``open(_:isCancelled:)`` to ``close()``: its lock, and its state.
@@ -56,11 +61,17 @@ public final class LinkLab: @unchecked Sendable {
     var failures: [RunError] = []
     let startedAt = ISO8601DateFormatter().string(from: Date())
 
-    private init(
-        sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, temporaryReports: Bool, monitor: PathMonitor,
-        prober: ReachabilityProber, options: Options, ownsSandbox: Bool, server: ResponderServer?, conditions: any ConditioningBackend,
-        transaction: SandboxTransaction, initialConditions: [String: SandboxState.AppliedConditions]
+    init(
+        sandbox: Sandbox, recorder: TimelineRecorder, reportDirectory: String, temporaryReports: Bool, client: NamedNamespace,
+        options: Options, ownsSandbox: Bool, server: ResponderServer?, conditions: any ConditioningBackend,
+        transaction: SandboxTransaction, initialConditions: [String: SandboxState.AppliedConditions],
+        attachment: Attachment? = nil, ownsAttachment: Bool = false
     ) {
+        self.client = client
+        monitor = PathMonitor(namespace: client)
+        prober = ReachabilityProber(namespace: client, settings: options.probe)
+        self.attachment = attachment
+        self.ownsAttachment = ownsAttachment
         self.conditions = conditions
         self.transaction = transaction
         self.initialConditions = initialConditions
@@ -68,8 +79,6 @@ public final class LinkLab: @unchecked Sendable {
         self.recorder = recorder
         self.reportDirectory = reportDirectory
         self.temporaryReports = temporaryReports
-        self.monitor = monitor
-        self.prober = prober
         self.options = options
         self.ownsSandbox = ownsSandbox
         self.server = server
@@ -82,6 +91,7 @@ public final class LinkLab: @unchecked Sendable {
     /// On a sandbox it did not make, ``close()`` puts back what the lab changed (links, addresses, routes,
     /// the portal, the conditions), however the lab ends.
     public static func open(_ options: Options, isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> LinkLab {
+        if options.attach != nil || options.attachmentName != nil { return try openAttached(options, isCancelled: isCancelled) }
         if let existing = options.sandboxName, let new = options.newSandboxName {
             throw LabError.conflictingSandboxes(existing: existing, new: new)
         }
@@ -127,28 +137,14 @@ public final class LinkLab: @unchecked Sendable {
                 _ = try conditions.reconcile(in: transaction)
                 initialConditions = try transaction.upState().conditions
             }
-            let directory = try options.reportDirectory ?? makeTemporaryDirectory()
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw LabError.reportDirectory(path: directory, detail: error.localizedDescription)
-            }
+            let directory = try makeReportDirectory(options)
             let recorder = try TimelineRecorder(path: "\(directory)/events.jsonl")
-            let client = try sandbox.clientNamespace()
             let lab = LinkLab(
                 sandbox: sandbox, recorder: recorder, reportDirectory: directory, temporaryReports: options.reportDirectory == nil,
-                monitor: PathMonitor(namespace: client), prober: ReachabilityProber(namespace: client, settings: options.probe),
-                options: options, ownsSandbox: ownsSandbox, server: server, conditions: conditions, transaction: transaction,
-                initialConditions: initialConditions)
+                client: try sandbox.clientNamespace(), options: options, ownsSandbox: ownsSandbox, server: server,
+                conditions: conditions, transaction: transaction, initialConditions: initialConditions)
             succeeded = true
-            do {
-                try lab.start()
-                if let profile = options.profile { try lab.apply(profile) }
-            } catch {
-                lab.recordFailure(error)
-                lab.close()
-                throw error
-            }
+            try lab.started()
             return lab
         } catch {
             server?.stop()
@@ -173,7 +169,7 @@ public final class LinkLab: @unchecked Sendable {
         }
     }
 
-    private static func startServer(for sandbox: Sandbox) throws -> ResponderServer {
+    static func startServer(for sandbox: Sandbox) throws -> ResponderServer {
         let configuration = ResponderConfiguration(
             zone: SandboxPlan.zone, ipv4Address: SandboxPlan.serverIPv4.description,
             ipv6Address: SandboxPlan.serverIPv6.description, httpPort: SandboxPlan.httpPort,
@@ -185,7 +181,7 @@ public final class LinkLab: @unchecked Sendable {
         return server
     }
 
-    private static func makeTemporaryDirectory() throws -> String {
+    static func makeTemporaryDirectory() throws -> String {
         var template = Array("/tmp/linkcond-lab.XXXXXX".utf8CString)
         guard let pointer = mkdtemp(&template) else {
             throw SandboxError.state(path: "/tmp", detail: "cannot create a temporary report directory")
@@ -234,6 +230,13 @@ public final class LinkLab: @unchecked Sendable {
         server?.stop()
         if ownsSandbox { _ = sandbox.remove(in: transaction) }
         transaction.end()
+        if ownsAttachment, let attachment {
+            do {
+                try attachment.detach()
+            } catch {
+                _ = try? recorder.record(.scenario, "detach failed", "\(error); 'linkcond detach --name \(attachment.name)' finishes it", state: "error")
+            }
+        }
         if writingReports { finishReports() }
     }
 }

@@ -33,9 +33,16 @@ extension LinkLab {
         public var store: SandboxStore
         /// Where the profile catalog is (nil: the usual lookup, ending with the catalog built into the library).
         public var catalogDirectory: String?
-        /// Which backend conditions a sandbox the lab makes (`auto`: netem when the kernel has it, else the
-        /// userspace engine). An existing sandbox keeps the backend it was built with.
+        /// Which backend conditions a sandbox (or an attachment) the lab makes (`auto`: netem when the kernel
+        /// has it, else the userspace engine). An existing one keeps the backend it was built with.
         public var backend: BackendChoice
+        /// An attachment to watch and condition instead of a sandbox (``Attachment``): the name of one that
+        /// is attached already (left attached at close), or of the one ``attach`` makes.
+        public var attachmentName: String?
+        /// A namespace to attach to for the lab's length — a path such as `/proc/PID/ns/net`, a pid, a
+        /// container — detached again at close; the monitor and the prober run in it, conditions go on its
+        /// link (both directions). Set ``probe`` to hosts it reaches: it has no sandbox server.
+        public var attach: AttachmentTarget?
 
         /// Options for a lab; by default a fresh sandbox with wifi only, no profile, the default prober, reports
         /// in a temporary folder kept only when the lab fails.
@@ -43,9 +50,11 @@ extension LinkLab {
             sandboxName: String? = nil, profile: String? = nil, cellular: Bool = false, reportDirectory: String? = nil,
             probe: ReachabilitySettings = ReachabilitySettings(), store: SandboxStore = .standard, catalogDirectory: String? = nil,
             backend: BackendChoice = .auto, newSandboxName: String? = nil, links: Set<Sandbox.ClientLink>? = nil,
-            bringUp: Sandbox.ServerLaunch? = nil, name: String = "lab"
+            bringUp: Sandbox.ServerLaunch? = nil, name: String = "lab", attachmentName: String? = nil, attach: AttachmentTarget? = nil
         ) {
             self.backend = backend
+            self.attachmentName = attachmentName
+            self.attach = attach
             self.sandboxName = sandboxName
             self.profile = profile
             self.cellular = cellular

@@ -36,15 +36,20 @@ public struct ScenarioRunOptions: Sendable {
     /// When ``sandboxName`` names a sandbox that is not up: bring it up (with the scenario's links and this
     /// server) and leave it up after the run, as `linkcond apply` does; nil refuses such a sandbox.
     public var bringUp: Sandbox.ServerLaunch?
+    /// An attachment to run on instead of a sandbox (attached already; left attached): the monitor and the
+    /// prober run in its target, the steps act on its spliced link. See ``Scenario/needsOfASandbox``.
+    public var attachmentName: String?
 
     /// Options for a run.
     public init(
         sandboxName: String? = nil, reportDirectory: String, observeCommand: String? = nil, catalogDirectory: String? = nil,
         store: SandboxStore = .standard, progress: (@Sendable (ScenarioProgress) -> Void)? = nil,
-        isCancelled: @escaping @Sendable () -> Bool = { false }, backend: BackendChoice = .auto, bringUp: Sandbox.ServerLaunch? = nil
+        isCancelled: @escaping @Sendable () -> Bool = { false }, backend: BackendChoice = .auto, bringUp: Sandbox.ServerLaunch? = nil,
+        attachmentName: String? = nil
     ) {
         self.backend = backend
         self.bringUp = bringUp
+        self.attachmentName = attachmentName
         self.sandboxName = sandboxName
         self.reportDirectory = reportDirectory
         self.observeCommand = observeCommand
@@ -76,12 +81,16 @@ public enum ScenarioRunner {
     /// what the run changed.
     public static func run(_ scenario: Scenario, options: ScenarioRunOptions) throws -> ScenarioOutcome {
         let settings = scenario.probeSettings()
+        if let attachment = options.attachmentName, let need = scenario.needsOfASandbox.first {
+            throw LabError.scenarioNeedsSandbox(scenario: scenario.name, need: need, attachment: attachment)
+        }
         let startedAt = ISO8601DateFormatter().string(from: Date())
         let lab = try LinkLab.open(
             LinkLab.Options(
                 sandboxName: options.sandboxName, cellular: scenario.cellular, reportDirectory: options.reportDirectory,
                 probe: settings, store: options.store, catalogDirectory: options.catalogDirectory, backend: options.backend,
-                links: scenario.links.map { Set($0.map(\.sandboxLink)) }, bringUp: options.bringUp, name: scenario.name),
+                links: scenario.links.map { Set($0.map(\.sandboxLink)) }, bringUp: options.bringUp, name: scenario.name,
+                attachmentName: options.attachmentName),
             isCancelled: options.isCancelled)
         var steps: [StepRecord] = []
         var interrupted = false

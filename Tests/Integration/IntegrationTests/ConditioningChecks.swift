@@ -211,9 +211,8 @@ extension ConditioningTestCase {
         _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, step: String = "",
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
-        let topology = measured.topology
         let prefix = step.isEmpty ? "" : step + " "
-        let client = try NetemTCQdisc.show(namespace: topology.clientNamespace, interface: SandboxPlan.wifiInterface)
+        let client = try NetemTCQdisc.show(namespace: measured.uplinkSite.namespace, interface: measured.uplinkSite.interface)
         let root = client.first { $0.root }
         let structure = client.map { "\($0.kind) \($0.handle) \($0.parent ?? "root")" }.joined(separator: ", ")
         table.check(
@@ -229,7 +228,7 @@ extension ConditioningTestCase {
                 differences.isEmpty, prefix + "tc netem", label, expected: expected.summary, measured: ExpectedNetem.summary(leaf.options),
                 differences.joined(separator: "; "), file: file, line: line)
         }
-        let router = try NetemTCQdisc.show(namespace: topology.routerNamespace, interface: SandboxPlan.routerWifiInterface)
+        let router = try NetemTCQdisc.show(namespace: measured.downlinkSite.namespace, interface: measured.downlinkSite.interface)
         let routerRoot = router.first { $0.root }
         table.check(
             routerRoot?.kind == "netem" && router.count == 1, prefix + "tc tree", "downlink", expected: "netem at the root",
@@ -273,7 +272,7 @@ extension ConditioningTestCase {
                 "the engine holds other conditions than the profile's", file: file, line: line)
         }
         let sites = try measured.backend.installed()
-        let wire = measured.topology.wireNamespace
+        let wire = measured.wireNamespace
         for (direction, conditions, interface) in [
             (LinkDirection.uplink, profile.uplink, witness.routerSide), (.downlink, profile.downlink, witness.clientSide),
         ] {
@@ -429,12 +428,8 @@ extension ConditioningTestCase {
     /// Sends `plan.count` numbered datagrams `plan.direction`-wise at the plan's pace, never faster (a sender
     /// that stalled lets its schedule slip rather than burst: a burst would fill the backend's queue, and
     /// its tail drops are not the loss being measured), and counts what arrives.
-    static func lossStream(_ plan: LossPlan, _ topology: SandboxTopology) throws -> StreamCount {
-        let client = try NamedNamespace(existing: topology.clientNamespace)
-        let server = try NamedNamespace(existing: topology.serverNamespace)
-        let clientAddress = SandboxPlan.wifiSubnet.peerIPv4.address
-        let (from, fromAddress, to, toAddress) = plan.direction == .uplink
-            ? (client, clientAddress, server, SandboxPlan.serverIPv4) : (server, SandboxPlan.serverIPv4, client, clientAddress)
+    static func lossStream(_ plan: LossPlan, _ measurement: LinkMeasurement) throws -> StreamCount {
+        let (from, fromAddress, to, toAddress) = Self.ends(plan.direction, measurement)
         var stream = NumberedDatagrams(count: plan.count, payload: LossTolerance.payload, interval: plan.interval)
         stream.catchUp = false
         let outcome = try stream.run(from: from, fromAddress, to: to, toAddress, drain: plan.drain)
@@ -450,13 +445,11 @@ extension ConditioningTestCase {
     ) throws -> [LinkMeasurement.Direction: LossCount] {
         var counts: [LinkMeasurement.Direction: LossCount] = [:]
         let plans = [LossPlan(DirectionModel(.uplink, of: profile)), LossPlan(DirectionModel(.downlink, of: profile))]
-        let receivers = [
-            try NamedNamespace(existing: measured.topology.serverNamespace), try NamedNamespace(existing: measured.topology.clientNamespace),
-        ]
+        let receivers = [measured.measurement.server, measured.measurement.client]
         let before = try receivers.map(UDPCounters.read)
         let engineBefore = measured.kind == .userspace ? try EngineWitness.show(measured.engineSocket) : nil
-        let (upPlan, topology) = (plans[0], measured.topology)
-        let (up, down) = try inParallel({ try Self.lossStream(upPlan, topology) }, { try Self.lossStream(plans[1], topology) })
+        let (upPlan, measurement) = (plans[0], measured.measurement)
+        let (up, down) = try inParallel({ try Self.lossStream(upPlan, measurement) }, { try Self.lossStream(plans[1], measurement) })
         let after = try receivers.map(UDPCounters.read)
         let engineAfter = measured.kind == .userspace ? try EngineWitness.show(measured.engineSocket) : nil
         for (index, delivery) in [up, down].enumerated() {
@@ -557,12 +550,17 @@ extension ConditioningTestCase {
         }
     }
 
-    static func throughputRun(_ plan: ThroughputPlan, _ topology: SandboxTopology) throws -> ThroughputRun {
-        let client = try NamedNamespace(existing: topology.clientNamespace)
-        let server = try NamedNamespace(existing: topology.serverNamespace)
-        let clientAddress = SandboxPlan.wifiSubnet.peerIPv4.address
-        let (from, fromAddress, to, toAddress) = plan.direction == .uplink
-            ? (client, clientAddress, server, SandboxPlan.serverIPv4) : (server, SandboxPlan.serverIPv4, client, clientAddress)
+    /// The sender and the receiver of a stream in `direction` over the measured link (a sandbox's client and
+    /// server, or an attachment's target and the far end).
+    static func ends(
+        _ direction: LinkMeasurement.Direction, _ measurement: LinkMeasurement
+    ) -> (NamedNamespace, IPAddress, NamedNamespace, IPAddress) {
+        let (client, server) = ((measurement.client, measurement.clientAddress), (measurement.server, measurement.serverAddress))
+        return direction == .uplink ? (client.0, client.1, server.0, server.1) : (server.0, server.1, client.0, client.1)
+    }
+
+    static func throughputRun(_ plan: ThroughputPlan, _ measurement: LinkMeasurement) throws -> ThroughputRun {
+        let (from, fromAddress, to, toAddress) = Self.ends(plan.direction, measurement)
         let before = try UDPCounters.read(to)
         var stream = NumberedDatagrams(count: plan.count, payload: ThroughputTolerance.payload, interval: plan.interval)
         stream.receiveBuffer = 64 << 20
@@ -606,11 +604,11 @@ extension ConditioningTestCase {
         var runs: [ThroughputRun]
         if active.count == 2 && active.reduce(0, { $0 + $1.rate }) <= ThroughputTolerance.parallelLimit {
             let first = active[0]
-            let topology = measured.topology
-            let (a, b) = try inParallel({ try Self.throughputRun(first, topology) }, { try Self.throughputRun(active[1], topology) })
+            let measurement = measured.measurement
+            let (a, b) = try inParallel({ try Self.throughputRun(first, measurement) }, { try Self.throughputRun(active[1], measurement) })
             runs = [a, b]
         } else {
-            runs = try active.map { try Self.throughputRun($0, measured.topology) }
+            runs = try active.map { try Self.throughputRun($0, measured.measurement) }
         }
         for (index, plan) in active.enumerated() {
             let direction = plan.direction.rawValue
@@ -638,7 +636,7 @@ extension ConditioningTestCase {
             }
             var text = run.text
             if run.delivered! < ThroughputTolerance.lowerFactor * carried(run) {
-                let retry = try Self.throughputRun(plan, measured.topology)
+                let retry = try Self.throughputRun(plan, measured.measurement)
                 if checkUpper(retry, "throughput 2"), retry.socketDrops == 0 {
                     text += "; then \(retry.text)"
                     if retry.delivered! / carried(retry) > run.delivered! / carried(run) { run = retry }
@@ -668,7 +666,19 @@ extension ConditioningTestCase {
     ) throws -> ProfileMeasurement {
         let measured = try makeMeasuredSandbox(kind: kind)
         let baseline = try baseline(measured)
-        let table = MeasurementTable(measured.kind, "profile \(profile.name)")
+        let measurement = try measure(profile, on: measured, baseline: baseline, file: file, line: line)
+        XCTAssertTrue(try measured.sandbox.down(), file: file, line: line)
+        return measurement
+    }
+
+    /// Applies `profile` on `measured` (a sandbox, or an attachment's link) and checks everything: the
+    /// read-back, the round trip, loss and throughput each way. Prints the measurement table.
+    @discardableResult
+    func measure(
+        _ profile: Profile, on measured: MeasuredSandbox, baseline: MeasuredBaseline, title: String? = nil,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> ProfileMeasurement {
+        let table = MeasurementTable(measured.kind, title ?? "profile \(profile.name)")
         defer { table.print() }
         let unmodelled = DirectionModel(.uplink, of: profile).unmodelled + DirectionModel(.downlink, of: profile).unmodelled
         if !unmodelled.isEmpty {
@@ -686,7 +696,6 @@ extension ConditioningTestCase {
             // After everything has drained: nothing held, and every frame of the whole run accounted for.
             try checkEngineCounters(measured, table, step: "end", file: file, line: line)
         }
-        XCTAssertTrue(try measured.sandbox.down(), file: file, line: line)
         return ProfileMeasurement(kind: measured.kind, baseline: baseline, roundTripMedian: roundTrip, loss: loss)
     }
 }

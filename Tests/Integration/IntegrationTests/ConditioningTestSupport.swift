@@ -175,26 +175,44 @@ class ConditioningTestCase: SandboxTestCase {
     /// The control for round trips: the unconditioned round trip of this sandbox with its backend (through
     /// the engine's pass-through for the userspace backend), measured in the test itself just before the
     /// conditions go on, so it shows the machine as the measurement finds it.
-    func baseline(_ measured: MeasuredSandbox) throws -> MeasuredBaseline {
+    func baseline(_ measured: MeasuredSandbox, path: String = "sandbox") throws -> MeasuredBaseline {
         let roundTrips = try measured.measurement.roundTrips(count: 20, timeout: 1)
         guard roundTrips.samples.count >= 10 else {
             throw ConditioningRequirementError("the unconditioned sandbox answered \(roundTrips.samples.count) of \(roundTrips.sent) round trips")
         }
         let baseline = MeasuredBaseline(roundTrips: Samples(roundTrips.samples))
-        print("\(MeasurementTable.prefix) baseline \(measured.kind.rawValue) (unconditioned, this sandbox): round trip median "
+        print("\(MeasurementTable.prefix) baseline \(path) \(measured.kind.rawValue) (unconditioned, this \(path)): round trip median "
             + "\(MeasureFormat.ms(baseline.roundTripMedian)), 90th percentile \(MeasureFormat.ms(baseline.roundTrips.quantile(0.9))) "
             + "(\(roundTrips.samples.count)/\(roundTrips.sent) answered)")
         return baseline
     }
 }
 
-/// A sandbox under test with its backend and measurement.
+/// A sandbox under test with its backend and measurement — or an attachment's link (AttachmentProfileTests),
+/// whose sites and wire namespace are its own.
 struct MeasuredSandbox {
     var sandbox: Sandbox
     var kind: BackendKind
     var backend: any ConditioningBackend
     var measurement: LinkMeasurement
     var topology: SandboxTopology { sandbox.topology }
+    /// Where netem holds each direction's conditions: the client's wl0 (uplink) and the router's c-wl0
+    /// (downlink) in a sandbox; both ends of the wire in an attachment.
+    var uplinkSite: (namespace: String, interface: String)
+    var downlinkSite: (namespace: String, interface: String)
+    /// The namespace the engine's sites are in.
+    var wireNamespace: String
+
+    /// A sandbox's.
+    init(sandbox: Sandbox, kind: BackendKind, backend: any ConditioningBackend, measurement: LinkMeasurement) {
+        self.sandbox = sandbox
+        self.kind = kind
+        self.backend = backend
+        self.measurement = measurement
+        uplinkSite = (sandbox.topology.clientNamespace, SandboxPlan.wifiInterface)
+        downlinkSite = (sandbox.topology.routerNamespace, SandboxPlan.routerWifiInterface)
+        wireNamespace = sandbox.topology.wireNamespace
+    }
 
     /// The engine's control socket (userspace backend).
     var engineSocket: String { sandbox.store.engineSocketPath(for: topology.name) }
@@ -206,7 +224,7 @@ struct MeasuredSandbox {
         switch kind {
         case .netem:
             let (namespace, interface, parent) = direction == .uplink
-                ? (topology.clientNamespace, SandboxPlan.wifiInterface, "1:1") : (topology.routerNamespace, SandboxPlan.routerWifiInterface, "")
+                ? (uplinkSite.namespace, uplinkSite.interface, "1:1") : (downlinkSite.namespace, downlinkSite.interface, "")
             let qdiscs = try NetemTCQdisc.show(namespace: namespace, interface: interface)
             return qdiscs.first { $0.kind == "netem" && (parent.isEmpty ? $0.root : $0.parent == parent) }?.drops ?? -1
         case .userspace:
@@ -875,12 +893,10 @@ struct QueueBurst {
     /// Sends the burst `direction`-wise, waits `settle` seconds (or, by default, the 300 ms delay plus the burst's
     /// time at 50 Mbit/s plus slack), then reads until all arrived or 1.5 s pass with nothing.
     func send(_ direction: LinkMeasurement.Direction, _ measured: MeasuredSandbox, settle: Double? = nil) throws -> Result {
-        let topology = measured.topology
-        let client = try NamedNamespace(existing: topology.clientNamespace)
-        let server = try NamedNamespace(existing: topology.serverNamespace)
-        let clientAddress = SandboxPlan.wifiSubnet.peerIPv4.address
+        let (client, clientAddress) = (measured.measurement.client, measured.measurement.clientAddress)
+        let (server, serverAddress) = (measured.measurement.server, measured.measurement.serverAddress)
         let (from, fromAddress, to, toAddress) = direction == .uplink
-            ? (client, clientAddress, server, SandboxPlan.serverIPv4) : (server, SandboxPlan.serverIPv4, client, clientAddress)
+            ? (client, clientAddress, server, serverAddress) : (server, serverAddress, client, clientAddress)
         let receiver = try to.run { () throws -> Int32 in
             // 1.5 s with nothing ends the reading: a TCG guest's engine once sent a burst's frames with gaps
             // of up to 481 ms (departures late at p99), and a reader that gave up after 0.3 s got 833 of 2000.

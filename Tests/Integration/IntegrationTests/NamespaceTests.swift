@@ -64,6 +64,21 @@ final class NamespaceTests: IntegrationTestCase {
         XCTAssertEqual(try netlink(namespace).links().map(\.name), ["lo"])
     }
 
+    /// A plain file in /run/netns (what a crash between creating the file and mounting the namespace leaves)
+    /// exists but is not a namespace; a real one is.
+    func testAPlainFileWhereANamespaceShouldBeIsNotMounted() throws {
+        let namespace = try makeNamespace("mounted")
+        XCTAssertTrue(namespace.isMounted)
+        let name = "lcit\(getpid())-\(UniqueName.next())-plain"
+        let path = "\(NamedNamespace.runDirectory)/\(name)"
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: nil))
+        defer { unlink(path) }
+        let plain = try NamedNamespace(existing: name)
+        XCTAssertFalse(plain.isMounted, "a plain file is taken for a namespace")
+        XCTAssertTrue(try NamedNamespace.removeLeftovers(of: name))
+        XCTAssertFalse(NamedNamespace.exists(name))
+    }
+
     func testInvalidNamesAreRejectedBeforeAnythingIsMade() throws {
         let tooLong = "lcit" + String(repeating: "x", count: 61)  // 65 characters
         for name in ["", ".", "..", "a/b", "../etc", "with space", "tab\tname", "ümlaut", tooLong] {

@@ -179,6 +179,36 @@ enum Command {
             errorOutput: String(decoding: errData, as: UTF8.self))
     }
 
+    /// Runs a program with its output through files and no other descriptor of this process (bash closes
+    /// every one above 2 first): what a program leaves running in the background (conmon, after `podman run
+    /// -d`) keeps what it inherited, and Foundation's Process, which learns of the exit through a socket the
+    /// child inherits, or a pipe of output, would not end until that exits too.
+    static func runThroughFiles(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("lcit-out-\(getpid())-\(UniqueName.next())").path
+        let paths = [base + ".out", base + ".err"]
+        defer { for path in paths { try? FileManager.default.removeItem(atPath: path) } }
+        var handles: [FileHandle] = []
+        for path in paths {
+            guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+                throw NamespaceError.system(operation: "create \(path)", errno: errno)
+            }
+            handles.append(handle)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        let closeAndRun = #"for fd in $(ls /proc/$$/fd); do if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi; done; exec "$0" "$@""#
+        process.arguments = ["-c", closeAndRun, executable] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardOutput = handles[0]
+        process.standardError = handles[1]
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        for handle in handles { try? handle.close() }
+        let read = { (path: String) in String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self) }
+        return CommandResult(status: process.terminationStatus, output: read(paths[0]), errorOutput: read(paths[1]))
+    }
+
     /// `ip ARGS...`. A missing iproute2 fails the test (scripts/install-deps installs it): a witness that is
     /// not there must never turn a check into a silent pass.
     static func ip(_ arguments: [String]) throws -> CommandResult {

@@ -111,7 +111,7 @@ final class GoldenBytesTests: XCTestCase {
     func testEveryFixtureIsCovered() throws {
         let files = Set(try Fixture.allNames())
         let requests = Set(Self.cases.keys)
-        let trafficControl = Set(TrafficControlGoldenTests.cases.keys).union(TargetGoldenTests.cases.keys)
+        let trafficControl = Set(TrafficControlGoldenTests.cases.keys).union(TargetGoldenTests.cases.keys).union(AttachmentGoldenTests.cases.keys)
         let replies = Set(DecoderTests.replyFixtures)
         XCTAssertTrue(requests.isDisjoint(with: replies))
         XCTAssertTrue(trafficControl.isDisjoint(with: requests.union(replies)))

@@ -48,6 +48,7 @@ enum ConditionCommands {
     }
 
     static func apply(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) { return try AttachedCommands.apply(parsed, attachment) }
         let topology = try SandboxCommands.topology(parsed)
         // Parse and validate first: bad input changes nothing.
         let profile = try profile(parsed)
@@ -113,6 +114,7 @@ enum ConditionCommands {
     }
 
     static func clear(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) { return try AttachedCommands.clear(parsed, attachment) }
         let topology = try SandboxCommands.topology(parsed)
         let sandbox = Sandbox(topology: topology)
         let transaction = try sandbox.transaction(for: "clear", progress: Output.progress)
@@ -137,6 +139,7 @@ enum ConditionCommands {
     }
 
     static func show(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) { return try AttachedCommands.show(parsed, attachment) }
         let topology = try SandboxCommands.topology(parsed)
         let report = try SandboxConditioning(sandbox: Sandbox(topology: topology)).report()
         if parsed.flag("json") {

@@ -14,9 +14,18 @@ enum EngineCommand {
         if let priority = ProcessInfo.processInfo.environment["LINKCOND_ENGINE_PRIORITY"].flatMap(Int32.init) {
             options.realtimePriority = priority
         }
+        var attached: WireEnds?
+        if parsed.flag("attached") {
+            // An attachment's engine: its two ends are in the attachment's state (the wire's end facing the
+            // stand-in, and the target's original interface).
+            guard let record = try store.load(topology.name)?.attachment else {
+                throw CommandFailure("the engine of attachment '\(topology.name)' found no attachment in \(store.path(for: topology.name))")
+            }
+            attached = WireEnds(namespace: nil, clientSide: record.wireEnd, routerSide: record.interface)
+        }
         let configuration = EngineService.Configuration(
             socketPath: store.engineSocketPath(for: topology.name), clientNamespace: topology.clientNamespace,
-            routerNamespace: topology.routerNamespace, options: options)
+            routerNamespace: topology.routerNamespace, options: options, attached: attached)
         do {
             return try EngineService.run(configuration) { line in Output.print("linkcond engine: \(line)") }
         } catch {

@@ -13,6 +13,15 @@ enum MonitorCommand {
         let namespace: NamedNamespace?
         if parsed.flag("host") {
             namespace = nil
+        } else if let attachment = AttachCommands.named(parsed) {
+            // The target's own namespace, as linkcond named it while attached.
+            guard let record = attachment.record, let target = try? NamedNamespace(existing: record.targetNamespace) else {
+                throw CommandFailure("attachment '\(attachment.name)' is not attached: see 'linkcond status --name \(attachment.name)'")
+            }
+            if parsed.flag("probe") {
+                throw CommandFailure("the prober probes a sandbox's server (server.linkcond.test), which attachment '\(attachment.name)' does not have: watch its path without --probe")
+            }
+            namespace = target
         } else {
             let topology = try SandboxCommands.topology(parsed)
             namespace = try Sandbox(topology: topology).clientNamespace()
@@ -28,11 +37,11 @@ enum MonitorCommand {
         // Runs until Ctrl-C / SIGTERM, or until the sandbox's client namespace goes away (`down`, or a new
         // sandbox of the same name: another namespace behind the same name is not the one watched).
         Interrupts.install()
-        let watched = namespace.flatMap { NamespaceIdentity(path: $0.path) }
+        let watched = namespace?.identity
         var gone = false
         while !Interrupts.received {
             usleep(50_000)
-            if let namespace, let watched, NamespaceIdentity(path: namespace.path) != watched {
+            if let namespace, let watched, namespace.identity != watched {
                 gone = true
                 break
             }
@@ -40,7 +49,7 @@ enum MonitorCommand {
         prober?.cancel()
         monitor.cancel()
         if gone, let namespace {
-            Output.error("namespace \(namespace.name) went away (the sandbox was removed or rebuilt); stopped watching")
+            Output.error("namespace \(namespace.name) went away (the sandbox was removed or rebuilt, or the attachment detached); stopped watching")
             return 1
         }
         return 0

@@ -17,7 +17,16 @@ enum RunCommand {
             throw UsageError("'\(name)' is not a usable sandbox name", hint: "use 1 to 20 lowercase letters, digits and '-'", commandPath: parsed.commandPath)
         }
         var bringUp: Sandbox.ServerLaunch?
-        if let name = parsed.value("name") {
+        let attachment = AttachCommands.named(parsed)
+        if let attachment {
+            // Checked before the report directory is made: a run that cannot start leaves nothing behind.
+            if let need = scenario.needsOfASandbox.first {
+                throw LabError.scenarioNeedsSandbox(scenario: scenario.name, need: need, attachment: attachment.name)
+            }
+            guard attachment.status()?.healthy == true else {
+                throw CommandFailure("attachment '\(attachment.name)' is not attached: see 'linkcond status --name \(attachment.name)'")
+            }
+        } else if let name = parsed.value("name") {
             // A sandbox that is not up is brought up for the run (and left up), as `apply` does.
             let sandbox = Sandbox(topology: try SandboxTopology(name: name))
             if !(sandbox.look(for: "run").state.map(sandbox.isHealthy) ?? false) {
@@ -30,7 +39,7 @@ enum RunCommand {
         Interrupts.install()
         let terminal = isatty(STDERR_FILENO) == 1
         let seconds = String(format: "%.0f", Double(scenario.duration) / 1e9)
-        let place = parsed.value("name").map { "in sandbox '\($0)'" } ?? "in a sandbox of its own"
+        let place = attachment.map { "on attachment '\($0.name)'" } ?? parsed.value("name").map { "in sandbox '\($0)'" } ?? "in a sandbox of its own"
         Output.errorRaw("linkcond: running '\(scenario.name)' (\(scenario.steps.count) steps, about \(seconds) s) \(place)")
         var progress: (@Sendable (ScenarioProgress) -> Void)?
         if terminal {
@@ -43,9 +52,9 @@ enum RunCommand {
             }
         }
         let options = ScenarioRunOptions(
-            sandboxName: parsed.value("name"), reportDirectory: directory, observeCommand: parsed.value("observe"),
+            sandboxName: attachment == nil ? parsed.value("name") : nil, reportDirectory: directory, observeCommand: parsed.value("observe"),
             catalogDirectory: catalog.directory, progress: progress, isCancelled: { Interrupts.received },
-            backend: SandboxCommands.backendChoice(parsed), bringUp: bringUp)
+            backend: SandboxCommands.backendChoice(parsed), bringUp: bringUp, attachmentName: attachment?.name)
         let outcome = try ScenarioRunner.run(scenario, options: options)
         if terminal { Output.standardError("\r\u{1b}[K") }
         let results = outcome.report.expectations

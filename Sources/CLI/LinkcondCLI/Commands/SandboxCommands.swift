@@ -37,6 +37,9 @@ enum SandboxCommands {
     }
 
     static func up(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) {
+            throw CommandFailure("'\(attachment.name)' is an attachment, not a sandbox: choose another --name, or 'linkcond detach --name \(attachment.name)' first")
+        }
         let topology = try topology(parsed)
         let sandbox = Sandbox(topology: topology)
         Interrupts.install()
@@ -65,6 +68,10 @@ enum SandboxCommands {
     }
 
     static func down(_ parsed: ParsedCommand) throws -> Int32 {
+        if let attachment = AttachCommands.named(parsed) {
+            Output.print(AttachCommands.describe(try attachment.detach(progress: Output.progress), name: attachment.name))
+            return 0
+        }
         let store = SandboxStore.standard
         let names = parsed.flag("all") ? store.names() : [try topology(parsed).name]
         var removedAny = false
@@ -80,6 +87,10 @@ enum SandboxCommands {
             Output.print("sandbox '\(name)' removed" + (parts.isEmpty ? "" : " (\(parts.joined(separator: "; ")))"))
         }
         if parsed.flag("all") {
+            for name in Attachment.names(store: store) {
+                Output.print(AttachCommands.describe(try Attachment(name: name, store: store).detach(progress: Output.progress), name: name))
+                removedAny = true
+            }
             let unrecorded = Sandbox.listAll(store: store).compactMap { listing -> String? in
                 if case let .damaged(name, _, _, _) = listing { return name }
                 return nil
@@ -98,15 +109,19 @@ enum SandboxCommands {
         if let name = parsed.value("name"), !SandboxTopology.isValidName(name) {
             throw UsageError("'\(name)' is not a usable sandbox name", commandPath: parsed.commandPath)
         }
-        let listings = SandboxConditioning.listings(store: .standard, named: parsed.value("name"))
+        let attachments = AttachmentConditioning.statuses(store: .standard, named: parsed.value("name"))
+        // A name that is an attachment's is not also looked up as a sandbox's.
+        let listings = parsed.value("name") != nil && !attachments.isEmpty ? [] : SandboxConditioning.listings(store: .standard, named: parsed.value("name"))
         if parsed.flag("json") {
-            try Output.json(listings)
-        } else if listings.isEmpty {
+            try Output.json(listings.map { StatusJSON(.sandbox($0)) } + attachments.map { StatusJSON(.attachment($0)) })
+        } else if listings.isEmpty && attachments.isEmpty {
             Output.print(parsed.value("name").map { "sandbox '\($0)' is not up" } ?? "no sandboxes are up (create one with 'linkcond up')")
         } else {
             for listing in listings { Output.print(render(listing)) }
+            for attachment in attachments { Output.print(AttachCommands.render(attachment)) }
         }
-        return statusExitCode(listings, named: parsed.value("name") != nil)
+        if attachments.contains(where: { !$0.healthy }) { return 1 }
+        return statusExitCode(listings, named: parsed.value("name") != nil && attachments.isEmpty)
     }
 
     /// `status` exits as an LSB init script's status does: 0 when every sandbox listed is up and healthy
@@ -119,6 +134,25 @@ enum SandboxCommands {
             return true
         }
         return broken ? 1 : 0
+    }
+
+    /// A listing as `status --json` prints it: a sandbox's (``SandboxListing``'s own document) or an
+    /// attachment's (with `"kind": "attachment"`).
+    struct StatusJSON: Encodable {
+        enum Entry {
+            case sandbox(SandboxListing)
+            case attachment(AttachmentStatus)
+        }
+
+        let entry: Entry
+        init(_ entry: Entry) { self.entry = entry }
+
+        func encode(to encoder: Encoder) throws {
+            switch entry {
+            case let .sandbox(listing): try listing.encode(to: encoder)
+            case let .attachment(status): try status.encode(to: encoder)
+            }
+        }
     }
 
     static func render(_ listing: SandboxListing) -> String {
@@ -162,11 +196,12 @@ enum SandboxCommands {
     }
 
     static func exec(_ parsed: ParsedCommand) throws -> Int32 {
-        let topology = try topology(parsed)
-        let sandbox = Sandbox(topology: topology)
         guard let program = parsed.passthrough.first else {
             throw UsageError("missing the command to run", hint: "write it after '--'", commandPath: parsed.commandPath)
         }
+        if let attachment = AttachCommands.named(parsed) { return try AttachedCommands.exec(parsed, attachment, program: program) }
+        let topology = try topology(parsed)
+        let sandbox = Sandbox(topology: topology)
         Interrupts.ignoreWhileChildRuns()
         do {
             return try sandbox.exec(program, arguments: Array(parsed.passthrough.dropFirst()))

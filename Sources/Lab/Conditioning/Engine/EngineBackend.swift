@@ -91,8 +91,8 @@ public struct EngineBackend: ConditioningBackend {
 
     /// The sites of an engine link: the uplink leaves the wire towards the router, the downlink towards
     /// the client.
-    private func sites(_ link: EngineLinkState) -> [ConditionSite] {
-        let wire = sandbox.topology.wireNamespace
+    private func sites(_ link: EngineLinkState, _ state: SandboxState) -> [ConditionSite] {
+        let wire = state.attachment?.wireNamespace ?? sandbox.topology.wireNamespace
         return [
             ConditionSite(direction: .uplink, link: link.link.rawValue, namespace: wire, interface: link.routerSide),
             ConditionSite(direction: .downlink, link: link.link.rawValue, namespace: wire, interface: link.clientSide),
@@ -117,8 +117,9 @@ public struct EngineBackend: ConditioningBackend {
             }
         }
         try transaction.confirmChange()
+        let state = try transaction.upState()
         return ApplyReport(
-            profile: profile.name, backend: .userspace, sites: applied.flatMap(sites), duration: MonotonicClock.seconds() - started,
+            profile: profile.name, backend: .userspace, sites: applied.flatMap { sites($0, state) }, duration: MonotonicClock.seconds() - started,
             requests: 1, roundTrips: 1)
     }
 
@@ -156,7 +157,8 @@ public struct EngineBackend: ConditioningBackend {
             if !differences.isEmpty { throw .conditionsMismatch(site: "the engine's \(link.link.rawValue) link", differences: differences) }
         }
         try transaction.confirmChange()
-        return before.links.filter { $0.profile != nil && (wanted?.contains($0.link) ?? true) }.flatMap(sites)
+        let state = try transaction.upState()
+        return before.links.filter { $0.profile != nil && (wanted?.contains($0.link) ?? true) }.flatMap { sites($0, state) }
     }
 
     /// What every direction of every link holds, read back from the engine (the profile its models hold),
@@ -174,7 +176,7 @@ public struct EngineBackend: ConditioningBackend {
                 let recorded = try? record.recordedProfile()
                 agrees = recorded.map { Self.differences(sent: $0, held: link).isEmpty } ?? (held?.name == record.profile)
             }
-            return zip(sites(link), [LinkDirection.uplink, .downlink]).map { site, direction in
+            return zip(sites(link, state), [LinkDirection.uplink, .downlink]).map { site, direction in
                 let held = link.state(direction)
                 let conditions = link.profile?.conditions(direction) ?? .unconditioned
                 let dnsDelay = direction == .uplink ? link.profile?.dnsDelay ?? 0 : 0

@@ -18,6 +18,17 @@ public struct ConditionSite: Sendable, Codable, Equatable, CustomStringConvertib
 
     public var description: String { "\(direction.rawValue) \(link) (\(interface) in \(namespace))" }
 
+    /// The sites of a sandbox's or an attachment's state: a sandbox's (below), or an attachment's two in its
+    /// wire namespace — the uplink on the egress of the original interface (towards its peer), the downlink
+    /// on the egress of the wire's end facing the stand-in — as its one link, `wifi`.
+    public static func sites(of topology: SandboxTopology, state: SandboxState) -> [ConditionSite] {
+        guard let attachment = state.attachment else { return sites(of: topology, cellular: state.cellular) }
+        return [
+            ConditionSite(direction: .uplink, link: Sandbox.ClientLink.wifi.rawValue, namespace: attachment.wireNamespace, interface: attachment.interface),
+            ConditionSite(direction: .downlink, link: Sandbox.ClientLink.wifi.rawValue, namespace: attachment.wireNamespace, interface: attachment.wireEnd),
+        ]
+    }
+
     /// The sites of a sandbox: uplink and downlink of wl0, and of ww0 when it has a cellular link.
     public static func sites(of topology: SandboxTopology, cellular: Bool) -> [ConditionSite] {
         typealias T = SandboxPlan

@@ -106,11 +106,11 @@ public struct NetemBackend: ConditioningBackend {
 
     /// The sites of this sandbox's `links` (nil: every client link).
     public func sites(links: Set<Sandbox.ClientLink>? = nil, in transaction: SandboxTransaction? = nil) throws(SandboxError) -> [ConditionSite] {
-        Self.sites(of: sandbox.topology, cellular: try (transaction ?? sandbox.look()).upState().cellular, links: links)
+        Self.sites(of: sandbox.topology, state: try (transaction ?? sandbox.look()).upState(), links: links)
     }
 
-    private static func sites(of topology: SandboxTopology, cellular: Bool, links: Set<Sandbox.ClientLink>?) -> [ConditionSite] {
-        ConditionSite.sites(of: topology, cellular: cellular).filter { site in
+    private static func sites(of topology: SandboxTopology, state: SandboxState, links: Set<Sandbox.ClientLink>?) -> [ConditionSite] {
+        ConditionSite.sites(of: topology, state: state).filter { site in
             links.map { $0.contains { $0.rawValue == site.link } } ?? true
         }
     }
@@ -131,7 +131,9 @@ public struct NetemBackend: ConditioningBackend {
             } catch {
                 throw .netlink(.netlink(error))
             }
-            let client = RouteNetlinkClient(connection: connection, namespace: site.namespace, interfaceIndexes: SandboxPlan.interfaceIndexes)
+            // The sandbox's fixed indexes hold in its own namespaces only (an attachment's wire has the target's).
+            let indexes = SandboxTopology.owner(ofNamespace: site.namespace) == nil ? [:] : SandboxPlan.interfaceIndexes
+            let client = RouteNetlinkClient(connection: connection, namespace: site.namespace, interfaceIndexes: indexes)
             groups.append((client, [site]))
         }
         return groups
@@ -162,7 +164,7 @@ public struct NetemBackend: ConditioningBackend {
                 downlink: try NetemMapping.parameters(for: profile.downlink, distributions: tables),
                 targets: profile.targets)
         }
-        let sites = Self.sites(of: sandbox.topology, cellular: try transaction.upState().cellular, links: links)
+        let sites = Self.sites(of: sandbox.topology, state: try transaction.upState(), links: links)
         let groups = try clients(for: sites)
         var sent = NetlinkStatistics()
         let started = MonotonicClock.seconds()
@@ -185,7 +187,7 @@ public struct NetemBackend: ConditioningBackend {
     @discardableResult
     public func clear(links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> [ConditionSite] {
         var cleared: [ConditionSite] = []
-        let groups = try clients(for: Self.sites(of: sandbox.topology, cellular: try transaction.upState().cellular, links: links))
+        let groups = try clients(for: Self.sites(of: sandbox.topology, state: try transaction.upState(), links: links))
         _ = try transaction.beginChange("clear", profile: nil, links: links)
         for (client, group) in groups {
             let qdiscs = try Self.wrap { () throws(RouteNetlinkError) in try client.qdiscs() }

@@ -1,6 +1,6 @@
 import CPacket
+import Glibc
 import LinkEmulation
-import PacketEngine
 import Synchronization
 
 /// What a ``SegmentingSource`` did, counted as it reads (any thread may read the counts).
@@ -26,9 +26,12 @@ package final class SegmentationCounters: Sendable {
 
 /// Reads frames with their `virtio_net_hdr` (a socket with `PACKET_VNET_HDR`, the peers' TSO and checksum
 /// offload left on) from `Inner`, and hands on what software GSO would have sent: partial checksums
-/// completed in place, TCP super-frames cut into MTU-sized segments in slots of its own. Fewer frames cross
-/// from the sending peer into the wire; what leaves the engine is the same as with the peers' offloads
-/// off. linkcond-bench's "GSO cut in the engine" rows.
+/// completed in place, TCP super-frames cut into MTU-sized segments in slots of its own. What leaves the
+/// engine is the same as with the peers' offloads off.
+///
+/// How an attached engine reads both its ends (``ring(counters:)``): there the target's peer — a host veth,
+/// a bridge port — is not linkcond's to change, so its TSO and GSO stay on and it sends super-frames. Also
+/// linkcond-bench's "GSO cut in the engine" rows.
 package final class SegmentingSource<Inner: FrameSource>: FrameSource {
     private struct Entry {
         var frame: UnsafeMutableRawBufferPointer
@@ -109,24 +112,25 @@ package final class SegmentingSource<Inner: FrameSource>: FrameSource {
                 counters.checksumsCompleted.add(1, ordering: .relaxed)
             }
             append(frame, from: index)
-        case UInt8(VIRTIO_NET_HDR_GSO_TCPV4), UInt8(VIRTIO_NET_HDR_GSO_TCPV6):
+        case UInt8(VIRTIO_NET_HDR_GSO_TCPV4), UInt8(VIRTIO_NET_HDR_GSO_TCPV6), VirtioNetHeader.udpL4:
             guard header.gsoSize > 0 else {
                 counters.unsupported.add(1, ordering: .relaxed)
                 return
             }
-            // At most this many segments: Ethernet, IP and TCP headers take 54 bytes at the least.
-            let most = (max(frame.count - 54, 0) + header.gsoSize - 1) / header.gsoSize
+            // At most this many segments: Ethernet, IP and the transport header take 42 bytes at the least.
+            let most = (max(frame.count - 42, 0) + header.gsoSize - 1) / header.gsoSize
             guard slotsUsed + most <= slotCount, count + most <= entryCapacity else {
                 counters.overflows.add(1, ordering: .relaxed)
                 return
             }
-            let segments = GSOSegmenter.segmentTCP(
-                UnsafeRawBufferPointer(frame), segmentSize: header.gsoSize, slotSize: slotSize,
-                slot: {
+            let cut = header.gsoType == VirtioNetHeader.udpL4 ? GSOSegmenter.segmentUDP : GSOSegmenter.segmentTCP
+            let segments = cut(
+                UnsafeRawBufferPointer(frame), header.gsoSize, slotSize,
+                {
                     defer { slotsUsed += 1 }
                     return arena + slotsUsed * slotSize
                 },
-                emit: { segment in append(segment, from: index) })
+                { segment in append(segment, from: index) })
             if let segments {
                 counters.superFrames.add(1, ordering: .relaxed)
                 counters.segments.add(UInt64(segments), ordering: .relaxed)
@@ -165,4 +169,35 @@ package final class SegmentingSource<Inner: FrameSource>: FrameSource {
     package func takeOverruns() -> UInt64 { inner.takeOverruns() }
 
     package func close() { inner.close() }
+}
+
+extension SegmentingSource where Inner == ReceiveRing {
+    /// The longest GSO super-frame: 64 KiB of IP packet, an Ethernet header and a VLAN tag.
+    package static var superFrameBytes: Int { 65_536 + 14 + 4 }
+    /// Super-frames read per batch: each may become about 45 segments of a 1500-byte MTU.
+    package static var superFramesPerBatch: Int { 16 }
+
+    /// A source factory for `EngineRuntime(wire:options:uplink:downlink:source:)`: the socket reads with
+    /// `PACKET_VNET_HDR` into a receive ring with slots for whole super-frames (128 of them), and its frames are
+    /// completed and cut here, counted in `counters`.
+    package static func ring(
+        counters: SegmentationCounters
+    ) -> (PacketSocket, SourceSizes) throws(PacketEngineError) -> SegmentingSource<ReceiveRing> {
+        { (socket, sizes) throws(PacketEngineError) in
+            try enableVirtioHeaders(socket)
+            let ring = try ReceiveRing(
+                socket: socket, frameBytes: superFrameBytes, slots: 128, batch: superFramesPerBatch, headroom: VirtioNetHeader.size)
+            return SegmentingSource(
+                inner: ring, frameBytes: sizes.frameBytes, segmentSlots: superFramesPerBatch * 48, entries: superFramesPerBatch * 48,
+                counters: counters)
+        }
+    }
+}
+
+/// `setsockopt PACKET_VNET_HDR`: every frame read carries a `struct virtio_net_hdr` in front of it.
+package func enableVirtioHeaders(_ socket: PacketSocket) throws(PacketEngineError) {
+    var one: Int32 = 1
+    guard setsockopt(socket.fileDescriptor, SOL_PACKET, PACKET_VNET_HDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+        throw PacketEngineError(operation: "setsockopt PACKET_VNET_HDR on \(socket.place)", errno: errno)
+    }
 }

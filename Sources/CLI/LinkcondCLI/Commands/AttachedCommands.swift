@@ -1,0 +1,119 @@
+import Conditioning
+import Foundation
+import JSONDocument
+import NetNamespace
+import Profiles
+import Sandboxing
+
+/// `apply`, `clear`, `show`, `exec` and `down` when `--name` names an attachment: the same verbs, on the
+/// spliced link (one link, the target's interface; `--link` does not apply).
+enum AttachedCommands {
+    /// The attachment's state, refusing one that is not attached (an attach or detach that did not finish).
+    static func attachedState(_ attachment: Attachment, _ transaction: SandboxTransaction) throws -> (SandboxState, AttachmentRecord) {
+        guard case let .state(state) = transaction.record, let record = state.attachment else {
+            throw CommandFailure("attachment '\(attachment.name)' has no readable state: 'linkcond detach --name \(attachment.name)' removes what is linkcond's")
+        }
+        guard state.complete, !record.detaching else {
+            throw CommandFailure("attachment '\(attachment.name)' is not attached (stopped at: \(record.step)): 'linkcond detach --name \(attachment.name)' puts everything back")
+        }
+        return (state, record)
+    }
+
+    static func refuseLink(_ parsed: ParsedCommand, _ attachment: Attachment) throws {
+        if parsed.value("link") != nil {
+            throw UsageError("attachment '\(attachment.name)' has one link, its spliced interface", hint: "leave --link out", commandPath: parsed.commandPath)
+        }
+    }
+
+    static func apply(_ parsed: ParsedCommand, _ attachment: Attachment) throws -> Int32 {
+        try refuseLink(parsed, attachment)
+        // Parse and validate first: bad input changes nothing.
+        let profile = try ProfileCatalog.find(parsed.positional("profile")!)
+        let transaction = try attachment.sandbox.transaction(for: "apply \(profile.name)", progress: Output.progress)
+        defer { transaction.end() }
+        let (state, record) = try attachedState(attachment, transaction)
+        if let choice = parsed.value("backend"), choice != "auto", choice != state.backend {
+            throw CommandFailure("attachment '\(attachment.name)' is attached with the \(state.backend ?? "?") backend, not \(choice): detach it and attach again with --backend \(choice)")
+        }
+        let backend = try AttachmentConditioning(attachment: attachment, engineExecutable: try SandboxCommands.ownExecutable()).backend(in: transaction)
+        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
+        let report = try backend.apply(profile, links: nil, in: transaction)
+        if parsed.flag("json") {
+            try Output.json(report)
+            return 0
+        }
+        let tenths = Int((max(0, report.duration) * 10_000).rounded())
+        Output.print("applied '\(profile.name)' to attachment '\(attachment.name)' (\(record.interface) of \(record.target.description)) with \(report.backend.rawValue) (\(tenths / 10).\(tenths % 10) ms, read back and verified)")
+        Output.print("  downlink: \(ProfileSummary.direction(profile.downlink))")
+        Output.print("  uplink:   \(ProfileSummary.direction(profile.uplink))\(profile.dnsDelay > 0 ? "; DNS +\(ProfileSummary.time(profile.dnsDelay))" : "")")
+        return 0
+    }
+
+    static func clear(_ parsed: ParsedCommand, _ attachment: Attachment) throws -> Int32 {
+        try refuseLink(parsed, attachment)
+        let transaction = try attachment.sandbox.transaction(for: "clear", progress: Output.progress)
+        defer { transaction.end() }
+        _ = try attachedState(attachment, transaction)
+        let backend = try AttachmentConditioning(attachment: attachment).backend(in: transaction)
+        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
+        let cleared = try backend.clear(links: nil, in: transaction)
+        Output.print(cleared.isEmpty ? "attachment '\(attachment.name)' had no conditions; nothing to clear" : "cleared the conditions of attachment '\(attachment.name)'")
+        return 0
+    }
+
+    static func show(_ parsed: ParsedCommand, _ attachment: Attachment) throws -> Int32 {
+        let look = attachment.sandbox.look()
+        let (state, record) = try attachedState(attachment, look)
+        let backend = try AttachmentConditioning(attachment: attachment).backend(in: look)
+        let installed = try backend.installed(in: look)
+        let notes = try backend.reconcile(in: look)
+        let applied = state.conditions[Sandbox.ClientLink.wifi.rawValue]
+        if parsed.flag("json") {
+            var members: [(key: String, value: JSONValue)] = [("profile", applied.map { .string($0.profile) } ?? .null)]
+            if let applied { members.append(("appliedAt", .string(applied.appliedAt))) }
+            Output.json(.object([
+                ("attachment", .string(attachment.name)), ("target", .string(record.target.description)), ("interface", .string(record.interface)),
+                ("backend", .string(backend.kind.rawValue)), ("link", .object(members)), ("notes", .array(notes.map(JSONValue.string))),
+                ("sites", .array(installed.map(\.json))),
+            ]))
+            return 0
+        }
+        Output.print("attachment '\(attachment.name)': \(record.interface) of \(record.target.description), conditions by \(backend.kind.rawValue)")
+        for note in notes { Output.print("  note: \(note)") }
+        Output.print(applied.map { "  profile '\($0.profile)' applied \($0.appliedAt)" + ($0.source.map { " (\($0))" } ?? "") } ?? "  no profile applied")
+        for site in installed {
+            // Towards the network: out of the original interface; towards the target: out of the wire's end facing it.
+            let way = site.site.direction == .uplink ? "from \(record.interface), out of the original" : "to \(record.interface), out of \(site.site.interface)"
+            Output.print("  \(site.site.direction.rawValue) (\(way)) in \(site.site.namespace)")
+            for stage in site.stages {
+                var line = "    \(stage.kind) \(stage.handle)" + (stage.parent == "-" ? "" : " parent \(stage.parent)")
+                if let text = stage.text { line += ": " + text }
+                line += "  [sent \(stage.sentPackets) pkts / \(stage.sentBytes) B, dropped \(stage.dropped), backlog \(stage.backlogPackets) pkts / \(stage.backlogBytes) B]"
+                Output.print(line)
+                if let engine = stage.engine {
+                    Output.print("      lost \(engine.lost), queue-dropped \(engine.queueDropped), duplicated \(engine.duplicated), corrupted \(engine.corrupted), reordered \(engine.reordered)"
+                        + (engine.receiveOverruns > 0 ? ", receive overruns \(engine.receiveOverruns) (the engine fell behind)" : ""))
+                }
+            }
+        }
+        return 0
+    }
+
+    /// `exec --name ATTACHMENT -- CMD`: runs CMD in the target's network namespace (its mounts, users and
+    /// processes stay the host's), as `ip netns exec lca-NAME-target` and `nsenter --net` do.
+    static func exec(_ parsed: ParsedCommand, _ attachment: Attachment, program: String) throws -> Int32 {
+        guard let record = attachment.record, let target = try? NamedNamespace(existing: record.targetNamespace) else {
+            throw CommandFailure("attachment '\(attachment.name)' is not attached: see 'linkcond status --name \(attachment.name)'")
+        }
+        Interrupts.ignoreWhileChildRuns()
+        do {
+            return try target.spawn(program, arguments: Array(parsed.passthrough.dropFirst())).wait()
+        } catch {
+            switch error {
+            case .executableNotFound: throw CommandFailure(error.description, exitCode: 127)
+            case .cannotExecute: throw CommandFailure(error.description, exitCode: 126)
+            default: throw SandboxError.namespace(error)
+            }
+        }
+    }
+}
