@@ -150,7 +150,7 @@ let package = Package(
         .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles", "AllocationCounting"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
         .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
-        .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing"]),
+        .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing", "RouteNetlink", "LinkcondBase"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
         // The control API's HTTP reading, routes and bodies, over socket pairs (no root).

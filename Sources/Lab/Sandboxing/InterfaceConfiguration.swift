@@ -93,6 +93,9 @@ public struct InterfaceConfiguration: Sendable, Equatable {
         let tentative = Set(addresses.filter(\.isTentative).map(\.prefix.address))
         for route in other.routes where !routes.contains(where: { Self.sameRoute($0, route) }) {
             if route.routingProtocol == .kernel, let destination = route.destination?.address, tentative.contains(destination) { continue }
+            // The IPv6 multicast route (ff00::/8, table local) is the kernel's for every up interface with IPv6:
+            // an interface made just before it was read may not have it yet, and gets it all the same.
+            if route.routingProtocol == .kernel, route.family == .inet6, route.destination?.description == "ff00::/8" { continue }
             differences.append("a route \(Self.describe(route)) it did not have")
         }
         for (key, value) in sysctls.sorted(by: { $0.key < $1.key }) {

@@ -33,6 +33,7 @@ class AttachmentProfileTests: ConditioningTestCase {
         measured.uplinkSite = (record.wireNamespace, record.interface)
         measured.downlinkSite = (record.wireNamespace, record.wireEnd)
         measured.wireNamespace = record.wireNamespace
+        measured.spliced = true
         let warmUp = try measurement.roundTrips(count: 3, timeout: 2)
         guard !warmUp.samples.isEmpty else {
             throw ConditioningRequirementError("the unconditioned attachment \(attachment.name) (\(kind.rawValue)) carries no packets")

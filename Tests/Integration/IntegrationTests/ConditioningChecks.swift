@@ -212,7 +212,10 @@ extension ConditioningTestCase {
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
         let prefix = step.isEmpty ? "" : step + " "
+        // An attachment's wire also has an ingress qdisc on each end (its mirred redirect joins the two ends):
+        // the splice's, not the conditions', so the trees compared are the egress ones.
         let client = try NetemTCQdisc.show(namespace: measured.uplinkSite.namespace, interface: measured.uplinkSite.interface)
+            .filter { !(measured.spliced && $0.kind == "ingress") }
         let root = client.first { $0.root }
         let structure = client.map { "\($0.kind) \($0.handle) \($0.parent ?? "root")" }.joined(separator: ", ")
         table.check(
@@ -229,6 +232,7 @@ extension ConditioningTestCase {
                 differences.joined(separator: "; "), file: file, line: line)
         }
         let router = try NetemTCQdisc.show(namespace: measured.downlinkSite.namespace, interface: measured.downlinkSite.interface)
+            .filter { !(measured.spliced && $0.kind == "ingress") }
         let routerRoot = router.first { $0.root }
         table.check(
             routerRoot?.kind == "netem" && router.count == 1, prefix + "tc tree", "downlink", expected: "netem at the root",

@@ -202,6 +202,8 @@ struct MeasuredSandbox {
     var downlinkSite: (namespace: String, interface: String)
     /// The namespace the engine's sites are in.
     var wireNamespace: String
+    /// True for an attachment's wire, whose two ends also carry the ingress qdisc of its mirred redirect.
+    var spliced = false
 
     /// A sandbox's.
     init(sandbox: Sandbox, kind: BackendKind, backend: any ConditioningBackend, measurement: LinkMeasurement) {
