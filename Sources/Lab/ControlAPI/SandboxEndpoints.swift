@@ -27,9 +27,11 @@ struct SandboxEndpoints: Sendable {
         .process(executable: configuration.executable, arguments: ["serve", "--name", sandbox.topology.name, "--portal-flag", sandbox.portalFlagPath])
     }
 
-    /// `GET /v1/sandboxes`: `status --json`.
+    /// `GET /v1/sandboxes`: `status --json`: the sandboxes, then the attachments (`"kind": "attachment"`).
     func list() throws -> APIResponse {
-        try .json(encoding: SandboxConditioning.listings(store: configuration.store))
+        let sandboxes = try SandboxConditioning.listings(store: configuration.store).map { try JSONCoding.value($0) }
+        let attachments = try AttachmentConditioning.statuses(store: configuration.store).map { try JSONCoding.value($0) }
+        return .json(.array(sandboxes + attachments))
     }
 
     /// `GET /v1/sandboxes/NAME/status`: the sandbox's entry of `status --json`; 404 when nothing of it exists.
