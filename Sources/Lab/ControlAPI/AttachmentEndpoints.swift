@@ -135,12 +135,7 @@ struct AttachmentEndpoints: Sendable {
         let options = ScenarioRunOptions(
             reportDirectory: directory, observeCommand: body.observe, catalogDirectory: profiles.directory, store: configuration.store,
             isCancelled: isStopping, backend: body.backend, attachmentName: name)
-        let outcome = try ScenarioRunner.run(body.scenario, options: options)
-        return .json(.object([
-            ("scenario", .string(body.scenario.name)), ("attachment", .string(name)), ("passed", .bool(outcome.passed)),
-            ("interrupted", .bool(outcome.interrupted)), ("reportDirectory", .string(directory)),
-            ("files", .array(outcome.files.map(JSONValue.string))),
-            ("expectations", try JSONCoding.value(outcome.report.expectations)), ("errors", try JSONCoding.value(outcome.report.errors)),
-        ]))
+        return try SandboxEndpoints.answer(
+            try ScenarioRunner.run(body.scenario, options: options), of: body.scenario, on: ("attachment", name), directory: directory)
     }
 }

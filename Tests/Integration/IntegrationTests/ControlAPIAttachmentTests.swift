@@ -71,6 +71,11 @@ final class ControlAPIAttachmentTests: SandboxTestCase {
         XCTAssertTrue(try attachmentNames(api).contains(name))
         let listed = try api.request("GET", "/v1/sandboxes").array.compactMap { $0 as? [String: Any] }
         XCTAssertEqual(listed.filter { $0["name"] as? String == name }.map { $0["kind"] as? String }, ["attachment"], "status --json lists attachments")
+        for (path, body) in [("/v1/sandboxes", #"{"name": "\#(name)"}"#), ("/v1/sandboxes/\(name)/apply", #"{"profile": "edge"}"#)] {
+            let sandbox = try api.request("POST", path, body: body)
+            XCTAssertEqual(sandbox.status, 409, "\(path): \(sandbox.text)")
+            XCTAssertTrue((sandbox.object["error"] as? String)?.hasPrefix("'\(name)' is an attachment, not a sandbox") == true, sandbox.text)
+        }
         let again = try api.request("POST", "/v1/attachments", body: #"{"netns": "\#(topology.app.name)", "name": "other"}"#)
         XCTAssertEqual(again.status, 409, again.text)
         XCTAssertTrue((again.object["error"] as? String)?.contains("is already attached, as linkcond's attachment '\(name)'") == true, again.text)
