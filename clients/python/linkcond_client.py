@@ -13,6 +13,10 @@
     result = lab.run("lab", "tunnel")                # a scenario; result["reportDirectory"] has the reports
     lab.delete_sandbox("lab")
 
+    lab.attach(netns="app", name="app")              # a namespace linkcond does not own (or pid=, container=)
+    lab.apply_attachment("app", "edge")              # the same verbs on its spliced link
+    lab.detach("app")                                # the target as it was
+
 Every call returns the API's JSON document (the CLI's ``--json``); a refusal raises :class:`LinkcondError` with
 the HTTP status and the sentence the CLI would print. The endpoints are described in ``api/openapi.yaml``.
 """
@@ -50,6 +54,37 @@ def default_socket():
 def default_token_file():
     """Where ``linkcond api --listen`` keeps the bearer token (mode 0600)."""
     return os.path.join(_store(), "linkcond-api.token")
+
+
+def _apply_body(profile, downlink, uplink, direction, conditions):
+    """The body of an apply: a profile, or the conditions on ``direction``, or whole directions."""
+    unknown = sorted(set(conditions) - set(_CONDITIONS))
+    if unknown:
+        raise TypeError("unknown condition %s: expected one of %s" % (", ".join(unknown), ", ".join(_CONDITIONS)))
+    if direction not in ("both", "downlink", "uplink"):
+        raise ValueError("direction must be 'both', 'downlink' or 'uplink', not %r" % direction)
+    body = {}
+    if profile is not None:
+        body["profile"] = profile
+    given = {_CONDITIONS[key]: value for key, value in conditions.items()}
+    if given:
+        if direction in ("both", "downlink"):
+            body["downlink"] = dict(given, **(downlink or {}))
+        if direction in ("both", "uplink"):
+            body["uplink"] = dict(given, **(uplink or {}))
+    if downlink is not None and "downlink" not in body:
+        body["downlink"] = downlink
+    if uplink is not None and "uplink" not in body:
+        body["uplink"] = uplink
+    return body
+
+
+def _run_body(scenario, report, observe, backend):
+    body = {"scenario": scenario}
+    for key, value in (("report", report), ("observe", observe), ("backend", backend)):
+        if value is not None:
+            body[key] = value
+    return body
 
 
 class LinkcondError(Exception):
@@ -177,24 +212,7 @@ class Client:
         ``uplink=``). ``link`` is ``"wl0"`` or ``"ww0"`` (default every link); ``duration`` (``"30s"``) keeps
         them that long, then puts back what was there.
         """
-        unknown = sorted(set(conditions) - set(_CONDITIONS))
-        if unknown:
-            raise TypeError("unknown condition %s: expected one of %s" % (", ".join(unknown), ", ".join(_CONDITIONS)))
-        if direction not in ("both", "downlink", "uplink"):
-            raise ValueError("direction must be 'both', 'downlink' or 'uplink', not %r" % direction)
-        body = {}
-        if profile is not None:
-            body["profile"] = profile
-        given = {_CONDITIONS[key]: value for key, value in conditions.items()}
-        if given:
-            if direction in ("both", "downlink"):
-                body["downlink"] = dict(given, **(downlink or {}))
-            if direction in ("both", "uplink"):
-                body["uplink"] = dict(given, **(uplink or {}))
-        if downlink is not None and "downlink" not in body:
-            body["downlink"] = downlink
-        if uplink is not None and "uplink" not in body:
-            body["uplink"] = uplink
+        body = _apply_body(profile, downlink, uplink, direction, conditions)
         for key, value in (("link", link), ("for", duration), ("backend", backend)):
             if value is not None:
                 body[key] = value
@@ -210,7 +228,9 @@ class Client:
         """Yields the sandbox's path and reachability updates as they happen (dicts: ``t``, ``lane``, ``event``),
         the latest of each first; ends when the stream does (the sandbox went away: a last ``{"lane": "stream",
         "end": …}``). Close the generator (or leave the loop) to leave: the server then stops sending."""
-        path = "/v1/sandboxes/%s/events%s" % (self._name(name), "" if probe else "?probe=false")
+        return self._stream("/v1/sandboxes/%s/events%s" % (self._name(name), "" if probe else "?probe=false"), timeout)
+
+    def _stream(self, path, timeout):
         connection, response = self._send("GET", path, None, timeout)
         try:
             if response.status >= 400:
@@ -231,11 +251,60 @@ class Client:
         ``passed``, ``expectations``, ``errors`` and ``reportDirectory`` (events.jsonl, timeline.html,
         junit.xml, timeline.json, summary.md). ``scenario`` is a shipped scenario's name, a path on the server's
         machine, or a scenario document (a dict)."""
-        body = {"scenario": scenario}
-        for key, value in (("report", report), ("observe", observe), ("backend", backend)):
+        return self.request("POST", "/v1/sandboxes/%s/run" % self._name(name), _run_body(scenario, report, observe, backend),
+                            timeout=timeout)
+
+    # Attachments: linkcond spliced into a namespace it does not own (a container's, one a test made)
+
+    def attachments(self):
+        """Every attachment, as ``linkcond status --json`` lists them (``"kind": "attachment"``)."""
+        return self.request("GET", "/v1/attachments")
+
+    def attach(self, netns=None, netns_path=None, pid=None, container=None, name=None, dev=None, backend=None):
+        """Attaches to exactly one target (``linkcond attach --netns|--netns-path|--pid|--container``): its
+        ``dev`` (default the interface of its default route) gets a stand-in and linkcond's wire; ``name``
+        defaults to one derived from the target. Returns the attachment's status."""
+        body = {}
+        for key, value in (("netns", netns), ("netnsPath", netns_path), ("pid", pid), ("container", container), ("name", name),
+                           ("dev", dev), ("backend", backend)):
             if value is not None:
                 body[key] = value
-        return self.request("POST", "/v1/sandboxes/%s/run" % self._name(name), body, timeout=timeout)
+        return self.request("POST", "/v1/attachments", body)
+
+    def detach(self, name):
+        """Detaches (``linkcond detach --name NAME``): the target as it was before."""
+        return self.request("DELETE", "/v1/attachments/" + self._name(name))
+
+    def attachment(self, name):
+        """The attachment's status (``linkcond status --name NAME --json``)."""
+        return self.request("GET", "/v1/attachments/%s/status" % self._name(name))
+
+    def show_attachment(self, name):
+        """The attachment's conditions, read back (``linkcond show --name NAME --json``)."""
+        return self.request("GET", "/v1/attachments/%s/show" % self._name(name))
+
+    def apply_attachment(self, name, profile=None, *, downlink=None, uplink=None, direction="both", backend=None, **conditions):
+        """Puts conditions on the attachment's spliced link (``linkcond apply … --name NAME``), given as for
+        :meth:`apply` (an attachment has one link, and takes no ``duration``)."""
+        body = _apply_body(profile, downlink, uplink, direction, conditions)
+        if backend is not None:
+            body["backend"] = backend
+        return self.request("POST", "/v1/attachments/%s/apply" % self._name(name), body)
+
+    def clear_attachment(self, name):
+        """Removes the attachment's conditions (``linkcond clear --name NAME``); it stays attached."""
+        return self.request("POST", "/v1/attachments/%s/clear" % self._name(name), {})
+
+    def attachment_events(self, name, timeout=None):
+        """Yields the path as seen inside the attachment's target, as :meth:`events` does (no prober); the stream
+        ends when the attachment is detached."""
+        return self._stream("/v1/attachments/%s/events" % self._name(name), timeout)
+
+    def run_on_attachment(self, name, scenario, report=None, observe=None, backend=None, timeout=900.0):
+        """Runs a scenario on the attachment (``linkcond run SCENARIO --name NAME``), as :meth:`run` does; one that
+        needs a sandbox (its links, its server) is refused (409) before anything is made."""
+        return self.request("POST", "/v1/attachments/%s/run" % self._name(name), _run_body(scenario, report, observe, backend),
+                            timeout=timeout)
 
     # Catalogs
 

@@ -29,6 +29,7 @@ public final class ControlAPIServer: @unchecked Sendable {
     private let timers = TimedChanges()
     private let events = EventStreams()
     private var handlers: SandboxEndpoints!
+    private var attached: AttachmentEndpoints!
 
     /// A server for `configuration`; nothing listens before ``start()``.
     public init(_ configuration: APIConfiguration) {
@@ -36,6 +37,7 @@ public final class ControlAPIServer: @unchecked Sendable {
         token = configuration.endpoints.contains(where: \.needsToken) ? configuration.token ?? APIToken.generate() : nil
         let stopped = self.stopped
         handlers = SandboxEndpoints(configuration: configuration, timers: timers, isStopping: { stopped.isSet })
+        attached = AttachmentEndpoints(configuration: configuration, isStopping: { stopped.isSet })
     }
 
     /// Listens on every endpoint and accepts on a thread each; returns the endpoints as bound. With a TCP
@@ -135,6 +137,10 @@ public final class ControlAPIServer: @unchecked Sendable {
                 try stream(name ?? "", request, writer: writer, connection: connection)
                 return
             }
+            if route == .attachmentEvents {
+                try streamAttachment(name ?? "", request, writer: writer, connection: connection)
+                return
+            }
             writer.send(try answer(route, name: name ?? "", request))
         } catch {
             writer.send(.error(APIError.from(error)))
@@ -154,22 +160,50 @@ public final class ControlAPIServer: @unchecked Sendable {
         case .profiles: try handlers.profiles()
         case .profile: try handlers.profile(name)
         case .scenarios: try handlers.scenarios()
-        case .events: throw APIError(500, "events are a stream")
+        case .listAttachments: try attached.list()
+        case .attach: try attached.attach(request)
+        case .attachmentStatus, .attachmentStatusAlias: try attached.status(name)
+        case .detach: try attached.detach(name)
+        case .attachmentApply: try attached.apply(name, request)
+        case .attachmentClear: try attached.clear(name, request)
+        case .attachmentShow: try attached.show(name)
+        case .attachmentRun: try attached.run(name, request)
+        case .events, .attachmentEvents: throw APIError(500, "events are a stream")
         }
     }
 
     /// `GET /v1/sandboxes/NAME/events[?probe=false]`: JSON lines until the client leaves, the sandbox goes away
     /// or the server stops (a last line `{"lane": "stream", "end": REASON}` says which of the last two).
     private func stream(_ name: String, _ request: APIRequest, writer: ResponseWriter, connection: SocketDescriptor) throws {
+        try streaming(writer: writer, connection: connection, gone: "the sandbox's client namespace went away (it was removed or rebuilt)") {
+            let sandbox = try handlers.sandbox(name)
+            guard sandbox.look(for: "events").state?.complete == true else { throw APIError.from(SandboxError.notUp(name: name)) }
+            return try events.subscribe(sandbox, probe: request.query["probe"] != "false")
+        }
+    }
+
+    /// `GET /v1/attachments/NAME/events`: the path as seen inside the attachment's target, as `linkcond monitor
+    /// --name ATTACHMENT` streams it (no prober: `?probe=true` is refused, as `--probe` is), until the client
+    /// leaves, the attachment is detached or the server stops.
+    private func streamAttachment(_ name: String, _ request: APIRequest, writer: ResponseWriter, connection: SocketDescriptor) throws {
+        try streaming(writer: writer, connection: connection, gone: "the attachment's target namespace went away (it was detached)") {
+            let target = try attached.targetNamespace(name, probe: request.query["probe"] == "true")
+            return try events.subscribe(key: "\(attached.store.directory)/\(name)#attachment", probe: false) { target }
+        }
+    }
+
+    /// Streams the subscription `subscribe` makes, within the cap on streams; `gone` is the last line's reason
+    /// when the namespace watched goes away.
+    private func streaming(
+        writer: ResponseWriter, connection: SocketDescriptor, gone: String, subscribe: () throws -> EventStreams.Subscription
+    ) throws {
         guard streams.add(1, ordering: .relaxed).newValue <= configuration.maximumStreams else {
             streams.subtract(1, ordering: .relaxed)
             throw APIError(503, "the API is serving as many event streams as it takes at once (\(configuration.maximumStreams)); try again",
                            headers: [APIHeader("Retry-After", "1")])
         }
         defer { streams.subtract(1, ordering: .relaxed) }
-        let sandbox = try handlers.sandbox(name)
-        guard sandbox.look(for: "events").state?.complete == true else { throw APIError.from(SandboxError.notUp(name: name)) }
-        let subscription = try events.subscribe(sandbox, probe: request.query["probe"] != "false")
+        let subscription = try subscribe()
         defer { events.unsubscribe(subscription) }
         guard writer.startStream() else { return }
         var checked = MonotonicClock.nanoseconds()
@@ -180,7 +214,7 @@ public final class ControlAPIServer: @unchecked Sendable {
             if reason == nil, MonotonicClock.nanoseconds() - checked > 250_000_000 {
                 checked = MonotonicClock.nanoseconds()
                 if Self.peerLeft(connection) { return }
-                if events.isGone(subscription) { reason = "the sandbox's client namespace went away (it was removed or rebuilt)" }
+                if events.isGone(subscription) { reason = gone }
             }
             if let reason {
                 _ = writer.sendLine(#"{"end":\#(JSONWriter.quoted(reason)),"lane":"stream"}"#)

@@ -91,7 +91,12 @@ final class EventStreams: @unchecked Sendable {
     /// Subscribes to `sandbox`'s updates (with the prober's when `probe`); the subscription's first lines are
     /// the latest path and reachability seen. Throws when the sandbox is not up.
     func subscribe(_ sandbox: Sandbox, probe: Bool) throws -> Subscription {
-        let key = "\(sandbox.store.directory)/\(sandbox.topology.name)#\(probe)"
+        try subscribe(key: "\(sandbox.store.directory)/\(sandbox.topology.name)#\(probe)", probe: probe) { try sandbox.clientNamespace() }
+    }
+
+    /// Subscribes to the updates of the namespace `namespace` opens (an attachment's target), kept apart from
+    /// other streams by `key`.
+    func subscribe(key: String, probe: Bool, namespace: () throws -> NamedNamespace) throws -> Subscription {
         let subscription = Subscription()
         subscription.hubKey = key
         lock.lock()
@@ -103,11 +108,11 @@ final class EventStreams: @unchecked Sendable {
             return subscription
         }
         lock.unlock()
-        let client = try sandbox.clientNamespace()
+        let client = try namespace()
         let hub = Hub(client: client, probe: probe)
         lock.lock()
         if let stale = hubs[key] {
-            for subscriber in stale.subscribers.values { subscriber.end("the sandbox's client namespace went away") }
+            for subscriber in stale.subscribers.values { subscriber.end("the namespace watched went away") }
             stale.monitor.cancel()
             stale.prober?.cancel()
         }

@@ -18,6 +18,13 @@ struct SandboxEndpoints: Sendable {
         return Sandbox(topology: topology, store: configuration.store)
     }
 
+    /// Refuses to make a sandbox of an attachment's name, as `linkcond up --name` does.
+    func refuseAttachmentName(_ name: String) throws(APIError) {
+        if let attachment = try? Attachment(name: name, store: configuration.store), attachment.exists {
+            throw APIError(409, "'\(name)' is an attachment, not a sandbox: use /v1/attachments/\(name), or detach it first (DELETE /v1/attachments/\(name))")
+        }
+    }
+
     func conditioning(_ sandbox: Sandbox) -> SandboxConditioning {
         SandboxConditioning(sandbox: sandbox, engineExecutable: configuration.executable)
     }
@@ -27,9 +34,11 @@ struct SandboxEndpoints: Sendable {
         .process(executable: configuration.executable, arguments: ["serve", "--name", sandbox.topology.name, "--portal-flag", sandbox.portalFlagPath])
     }
 
-    /// `GET /v1/sandboxes`: `status --json`.
+    /// `GET /v1/sandboxes`: `status --json`: the sandboxes, then the attachments (`"kind": "attachment"`).
     func list() throws -> APIResponse {
-        try .json(encoding: SandboxConditioning.listings(store: configuration.store))
+        let sandboxes = try SandboxConditioning.listings(store: configuration.store).map { try JSONCoding.value($0) }
+        let attachments = try AttachmentConditioning.statuses(store: configuration.store).map { try JSONCoding.value($0) }
+        return .json(.array(sandboxes + attachments))
     }
 
     /// `GET /v1/sandboxes/NAME/status`: the sandbox's entry of `status --json`; 404 when nothing of it exists.
@@ -46,6 +55,7 @@ struct SandboxEndpoints: Sendable {
     func create(_ request: APIRequest) throws -> APIResponse {
         let body = try APIBodies.create(request)
         let sandbox = try sandbox(body.name)
+        try refuseAttachmentName(body.name)
         let (_, outcome) = try conditioning(sandbox).prepare(
             body.backend, cellular: body.cellular, server: serveLaunch(sandbox), addingCellular: true,
             isCancelled: isStopping)
@@ -70,6 +80,7 @@ struct SandboxEndpoints: Sendable {
     func apply(_ name: String, _ request: APIRequest) throws -> APIResponse {
         let body = try APIBodies.apply(request, catalog: configuration.catalogDirectory)
         let sandbox = try sandbox(name)
+        try refuseAttachmentName(name)
         let transaction = try sandbox.transaction(for: "apply \(body.profile.name) (api)")
         defer { transaction.end() }
         let change = try conditioning(sandbox).apply(
@@ -118,9 +129,14 @@ struct SandboxEndpoints: Sendable {
         let options = ScenarioRunOptions(
             sandboxName: name, reportDirectory: directory, observeCommand: body.observe, catalogDirectory: profiles.directory,
             store: configuration.store, isCancelled: isStopping, backend: body.backend, bringUp: healthy ? nil : serveLaunch(sandbox))
-        let outcome = try ScenarioRunner.run(body.scenario, options: options)
-        return .json(.object([
-            ("scenario", .string(body.scenario.name)), ("sandbox", .string(name)), ("passed", .bool(outcome.passed)),
+        return try Self.answer(try ScenarioRunner.run(body.scenario, options: options), of: body.scenario, on: ("sandbox", name), directory: directory)
+    }
+
+    /// A run's answer: its verdicts, and the folder of its reports; `place` is `("sandbox", NAME)` or
+    /// `("attachment", NAME)`.
+    static func answer(_ outcome: ScenarioOutcome, of scenario: Scenario, on place: (key: String, name: String), directory: String) throws -> APIResponse {
+        .json(.object([
+            ("scenario", .string(scenario.name)), (place.key, .string(place.name)), ("passed", .bool(outcome.passed)),
             ("interrupted", .bool(outcome.interrupted)), ("reportDirectory", .string(directory)),
             ("files", .array(outcome.files.map(JSONValue.string))),
             ("expectations", try JSONCoding.value(outcome.report.expectations)), ("errors", try JSONCoding.value(outcome.report.errors)),

@@ -79,3 +79,45 @@ def sandbox_name(server):
     yield name
     subprocess.run([server.executable, "down", "--name", name], env=dict(os.environ, LINKCOND_STORE=server.store),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class Target:
+    """A namespace as a container's looks from inside (`app`: eth0 198.18.77.2/24, default route via the peer),
+    whose eth0 is a veth to a peer namespace of the test's own (`peer`: app0 198.18.77.1/24); `name` is the
+    attachment name to use for it."""
+
+    def __init__(self, app, peer, name):
+        self.app, self.peer, self.name = app, peer, name
+        self.peer_address = "198.18.77.1"
+
+    def ip(self, *arguments):
+        return subprocess.run(["ip", "-n", self.app] + list(arguments), check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture()
+def target(server):
+    """A target namespace for an attachment, made by the test (names `lcpy<pid>-<n>-app` and `-peer`, attachment
+    `pa<pid>-<n>`); detached and removed afterwards, pass or fail."""
+    number = next(_names)
+    tag = "lcpy%d-%d" % (os.getpid() % 100000, number)
+    made = Target(tag + "-app", tag + "-peer", "pa%d-%d" % (os.getpid() % 100000, number))
+    try:
+        for namespace in (made.app, made.peer):
+            subprocess.run(["ip", "netns", "add", namespace], check=True)
+        for arguments in (["link", "add", "eth0", "type", "veth", "peer", "name", "app0", "netns", made.peer],
+                          ["addr", "add", "198.18.77.2/24", "dev", "eth0"], ["link", "set", "lo", "up"],
+                          ["link", "set", "eth0", "up"]):
+            subprocess.run(["ip", "-n", made.app] + arguments, check=True)
+        for arguments in (["addr", "add", "198.18.77.1/24", "dev", "app0"], ["link", "set", "app0", "up"], ["link", "set", "lo", "up"]):
+            subprocess.run(["ip", "-n", made.peer] + arguments, check=True)
+        subprocess.run(["ip", "-n", made.app, "route", "add", "default", "via", made.peer_address], check=True)
+        # Duplicate address detection over: the snapshots show the namespace as it stays.
+        deadline = time.monotonic() + 5
+        while "tentative" in made.ip("-6", "addr") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield made
+    finally:
+        subprocess.run([server.executable, "detach", "--name", made.name], env=dict(os.environ, LINKCOND_STORE=server.store),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for namespace in (made.app, made.peer):
+            subprocess.run(["ip", "netns", "del", namespace], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -8,17 +8,6 @@ import Sandboxing
 /// `apply`, `clear`, `show`, `exec` and `down` when `--name` names an attachment: the same verbs, on the
 /// spliced link (one link, the target's interface; `--link` does not apply).
 enum AttachedCommands {
-    /// The attachment's state, refusing one that is not attached (an attach or detach that did not finish).
-    static func attachedState(_ attachment: Attachment, _ transaction: SandboxTransaction) throws -> (SandboxState, AttachmentRecord) {
-        guard case let .state(state) = transaction.record, let record = state.attachment else {
-            throw CommandFailure("attachment '\(attachment.name)' has no readable state: 'linkcond detach --name \(attachment.name)' removes what is linkcond's")
-        }
-        guard state.complete, !record.detaching else {
-            throw CommandFailure("attachment '\(attachment.name)' is not attached (stopped at: \(record.step)): 'linkcond detach --name \(attachment.name)' puts everything back")
-        }
-        return (state, record)
-    }
-
     static func refuseLink(_ parsed: ParsedCommand, _ attachment: Attachment) throws {
         if parsed.value("link") != nil {
             throw UsageError("attachment '\(attachment.name)' has one link, its spliced interface", hint: "leave --link out", commandPath: parsed.commandPath)
@@ -31,13 +20,10 @@ enum AttachedCommands {
         let profile = try ProfileCatalog.find(parsed.positional("profile")!)
         let transaction = try attachment.sandbox.transaction(for: "apply \(profile.name)", progress: Output.progress)
         defer { transaction.end() }
-        let (state, record) = try attachedState(attachment, transaction)
-        if let choice = parsed.value("backend"), choice != "auto", choice != state.backend {
-            throw CommandFailure("attachment '\(attachment.name)' is attached with the \(state.backend ?? "?") backend, not \(choice): detach it and attach again with --backend \(choice)")
-        }
-        let backend = try AttachmentConditioning(attachment: attachment, engineExecutable: try SandboxCommands.ownExecutable()).backend(in: transaction)
-        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
-        let report = try backend.apply(profile, links: nil, in: transaction)
+        let choice = SandboxCommands.backendChoice(parsed)
+        let (report, notes, record) = try AttachmentConditioning(attachment: attachment, engineExecutable: try SandboxCommands.ownExecutable())
+            .apply(profile, backend: choice, in: transaction)
+        for note in notes { Output.error("note: \(note)") }
         if parsed.flag("json") {
             try Output.json(report)
             return 0
@@ -53,35 +39,23 @@ enum AttachedCommands {
         try refuseLink(parsed, attachment)
         let transaction = try attachment.sandbox.transaction(for: "clear", progress: Output.progress)
         defer { transaction.end() }
-        _ = try attachedState(attachment, transaction)
-        let backend = try AttachmentConditioning(attachment: attachment).backend(in: transaction)
-        for note in try backend.reconcile(in: transaction) { Output.error("note: \(note)") }
-        let cleared = try backend.clear(links: nil, in: transaction)
+        let (cleared, notes) = try AttachmentConditioning(attachment: attachment).clear(in: transaction)
+        for note in notes { Output.error("note: \(note)") }
         Output.print(cleared.isEmpty ? "attachment '\(attachment.name)' had no conditions; nothing to clear" : "cleared the conditions of attachment '\(attachment.name)'")
         return 0
     }
 
     static func show(_ parsed: ParsedCommand, _ attachment: Attachment) throws -> Int32 {
-        let look = attachment.sandbox.look()
-        let (state, record) = try attachedState(attachment, look)
-        let backend = try AttachmentConditioning(attachment: attachment).backend(in: look)
-        let installed = try backend.installed(in: look)
-        let notes = try backend.reconcile(in: look)
-        let applied = state.conditions[Sandbox.ClientLink.wifi.rawValue]
+        let shown = try AttachmentConditioning(attachment: attachment).report()
+        let record = shown.record
         if parsed.flag("json") {
-            var members: [(key: String, value: JSONValue)] = [("profile", applied.map { .string($0.profile) } ?? .null)]
-            if let applied { members.append(("appliedAt", .string(applied.appliedAt))) }
-            Output.json(.object([
-                ("attachment", .string(attachment.name)), ("target", .string(record.target.description)), ("interface", .string(record.interface)),
-                ("backend", .string(backend.kind.rawValue)), ("link", .object(members)), ("notes", .array(notes.map(JSONValue.string))),
-                ("sites", .array(installed.map(\.json))),
-            ]))
+            Output.json(shown.json)
             return 0
         }
-        Output.print("attachment '\(attachment.name)': \(record.interface) of \(record.target.description), conditions by \(backend.kind.rawValue)")
-        for note in notes { Output.print("  note: \(note)") }
-        Output.print(applied.map { "  profile '\($0.profile)' applied \($0.appliedAt)" + ($0.source.map { " (\($0))" } ?? "") } ?? "  no profile applied")
-        for site in installed {
+        Output.print("attachment '\(attachment.name)': \(record.interface) of \(record.target.description), conditions by \(shown.backend.rawValue)")
+        for note in shown.notes { Output.print("  note: \(note)") }
+        Output.print(shown.applied.map { "  profile '\($0.profile)' applied \($0.appliedAt)" + ($0.source.map { " (\($0))" } ?? "") } ?? "  no profile applied")
+        for site in shown.installed {
             // Towards the network: out of the original interface; towards the target: out of the wire's end facing it.
             let way = site.site.direction == .uplink ? "from \(record.interface), out of the original" : "to \(record.interface), out of \(site.site.interface)"
             Output.print("  \(site.site.direction.rawValue) (\(way)) in \(site.site.namespace)")
