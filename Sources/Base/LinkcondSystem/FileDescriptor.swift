@@ -123,6 +123,15 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         return try outcome.get()
     }
 
+    /// Writes the UTF-8 of `text` whole, as ``writeAll(_:)`` writes bytes. Not generic, so a command's first
+    /// output costs no look-up of a sequence's conformances at run time.
+    @discardableResult
+    public func writeAll(_ text: String) throws(SystemError) -> Int {
+        var text = text
+        let outcome = text.withUTF8 { buffer in Result { () throws(SystemError) in try writeAll(UnsafeRawBufferPointer(buffer)) } }
+        return try outcome.get()
+    }
+
     private func writeAll(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int {
         var offset = 0
         while offset < buffer.count {

@@ -20,7 +20,7 @@ enum Output {
     static func write(_ text: String) {
         guard standardOutputFailure == nil else { return }
         do {
-            try FileDescriptor.standardOutput.writeAll(text.utf8)
+            try FileDescriptor.standardOutput.writeAll(text)
         } catch {
             standardOutputFailure = error
         }
@@ -37,7 +37,7 @@ enum Output {
     /// Writes `text` to stderr as it is (no newline added).
     static func standardError(_ text: String) {
         // Nowhere left to report a failure to write to stderr.
-        _ = try? FileDescriptor.standardError.writeAll(text.utf8)
+        _ = try? FileDescriptor.standardError.writeAll(text)
     }
 
     /// Progress lines go to stderr, and only when it is a terminal (so scripts see clean output).

@@ -80,7 +80,7 @@ enum TraceCommand {
             let file = try FileDescriptor.open(target, .writeOnly, options: [.create, .truncate])
             // Closed once, whatever the write did: its error (a full disk shows at close on some file
             // systems) counts as the write's.
-            let written = Result { () throws(SystemError) in _ = try file.writeAll(text.utf8) }
+            let written = Result { () throws(SystemError) in _ = try file.writeAll(text) }
             let closed = Result { () throws(SystemError) in try file.close() }
             try written.get()
             try closed.get()
