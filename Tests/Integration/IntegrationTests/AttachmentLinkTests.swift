@@ -125,5 +125,20 @@ final class AttachmentLinkTests: SandboxTestCase {
         XCTAssertTrue(events.contains { $0.lane == .conditions && $0.kind == "restored" && $0.summary.contains("link wifi router") }, "\(events.map(\.summary))")
         let ping = try AttachmentLabTests.pingAverage(from: topology.app, to: ContainerLikeTopology.serverIPv4.address)
         XCTAssertNotNil(ping, "the target does not reach the server after the lab")
+
+        // A lab killed with the cable out leaves the end down and the journal saying so (made here as such a
+        // lab leaves it): the next lab plugs it back as it opens, and says so on its timeline.
+        let transaction = try attachment.sandbox.transaction(for: "test")
+        try attachment.setLink(up: false, in: transaction)
+        transaction.end()
+        XCTAssertEqual(try netlink(wire).link(named: wireEnd).isUp, false)
+        let next = reports + "-next"
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: next) }
+        try await LinkLab.with(LinkLab.Options(reportDirectory: next, store: attachment.sandboxStore, attachmentName: attachment.name)) { lab in
+            XCTAssertEqual(try self.netlink(wire).link(named: wireEnd).isUp, true, "the next lab did not plug the cable back")
+            XCTAssertEqual(attachment.record?.linkDown, false)
+            _ = try await lab.waitForPath(.satisfied, within: 5)
+            XCTAssertTrue(try lab.events().contains { $0.lane == .conditions && $0.summary.contains("plugged back the cable of eth0") })
+        }
     }
 }
