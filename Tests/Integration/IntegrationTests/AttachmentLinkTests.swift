@@ -13,8 +13,9 @@ import XCTest
 /// the target's cable (the wire's end facing the stand-in), so the target's interface loses its carrier while
 /// nothing in the target changes. Judged from the run's timeline: the path monitor in the target goes
 /// unsatisfied and back, and pings from the target (an observed app) do not cross while the cable is out and
-/// cross again after; the target equals its snapshot after detach.
-final class AttachmentLinkTests: SandboxTestCase {
+/// cross again after; the target equals its snapshot after detach. Each backend has a class of its own
+/// (the engine here; netem in the VM tier, whose `Netem*` classes run there).
+class AttachmentLinkTests: ConditioningTestCase {
     static let cableScenario = """
         {"name": "attached-cable", "description": "the target's cable pulled for 5 s, then plugged back",
          "steps": [{"name": "baseline", "clear": true, "hold": "3s"},
@@ -24,12 +25,13 @@ final class AttachmentLinkTests: SandboxTestCase {
                           {"name": "path notices the plug", "lane": "path", "reaches": "satisfied", "within": "2s", "after": "plugged"}]}
         """
 
-    func testALinkDownUpScenarioPullsAndPlugsBackTheTargetsCable() throws {
+    /// A scenario that pulls the cable for 5 s and plugs it back, judged from its timeline.
+    func checkACableScenario() throws {
         let topology = try ContainerLikeTopology.make(in: self)
         let attachment = try makeAttachment()
         try NamespaceSnapshot.settle(topology.app)
         let before = try NamespaceSnapshot.take(topology.app)
-        try AttachmentConditioning(attachment: attachment, engineExecutable: try linkcondExecutable()).attach(.namespace(topology.app.name), backend: .userspace)
+        try AttachmentConditioning(attachment: attachment, engineExecutable: try linkcondExecutable()).attach(.namespace(topology.app.name), backend: kind == .netem ? .netem : .userspace)
         let catalog = try ProfileCatalog.locate(directory: AttachmentSpliceTests.catalogDirectory)
         let scenario = try ScenarioParser.parse(text: Self.cableScenario, source: "attached-cable.json", catalog: catalog)
         XCTAssertEqual(scenario.needsOfASandbox, [], "a router-side wifi link step runs on an attachment")
@@ -71,7 +73,7 @@ final class AttachmentLinkTests: SandboxTestCase {
         let after = pings.filter { $0.t > plugged && $0.t <= end }
         XCTAssertTrue(after.contains { $0.state == "crossed" }, "no ping crossed after the plug: \(after.compactMap(\.state))")
         XCTAssertEqual(after.last?.state, "crossed", "\(after.compactMap(\.state))")
-        print("linkcond-attach: cable pulled on an attachment: path unsatisfied \(String(format: "%.0f", Double((down?.t ?? pulled) - pulled) / 1e6)) ms after the pull; "
+        print("linkcond-attach: cable pulled on an attachment (\(kind.rawValue)): path unsatisfied \(String(format: "%.0f", Double((down?.t ?? pulled) - pulled) / 1e6)) ms after the pull; "
             + "\(whileOut.count) pings lost while out, \(after.filter { $0.state == "crossed" }.count) of \(after.count) crossed after the plug")
 
         XCTAssertEqual(attachment.record?.linkDown, false, "the journal still says the cable is out")
@@ -85,12 +87,12 @@ final class AttachmentLinkTests: SandboxTestCase {
         XCTAssertTrue(before == now, "the target differs after detach:\n\(before.differences(now))")
     }
 
-    /// A lab that ends with the cable out (its body threw) plugs it back at close; one on an attachment
-    /// it made detaches; the client side and a cellular link are refused, the kernel unchanged.
-    func testALabThatEndsWithTheCableOutPlugsItBack() async throws {
+    /// A lab that ends with the cable out (its body threw) plugs it back at close, and the next lab plugs
+    /// back one a killed lab left out; the client side and a cellular link are refused.
+    func checkALabThatEndsWithTheCableOut() async throws {
         let topology = try ContainerLikeTopology.make(in: self)
         let attachment = try makeAttachment()
-        try AttachmentConditioning(attachment: attachment, engineExecutable: try linkcondExecutable()).attach(.namespace(topology.app.name), backend: .userspace)
+        try AttachmentConditioning(attachment: attachment, engineExecutable: try linkcondExecutable()).attach(.namespace(topology.app.name), backend: kind == .netem ? .netem : .userspace)
         let reports = NSTemporaryDirectory() + "lcit-cable-lab-\(getpid())-\(UniqueName.next())"
         addTeardownBlock { try? FileManager.default.removeItem(atPath: reports) }
         let options = LinkLab.Options(reportDirectory: reports, store: attachment.sandboxStore, attachmentName: attachment.name)
@@ -141,4 +143,18 @@ final class AttachmentLinkTests: SandboxTestCase {
             XCTAssertTrue(try lab.events().contains { $0.lane == .conditions && $0.summary.contains("plugged back the cable of eth0") })
         }
     }
+}
+
+final class EngineAttachmentLinkTests: AttachmentLinkTests {
+    override class var backendKind: BackendKind { .userspace }
+
+    func testALinkDownUpScenarioPullsAndPlugsBackTheTargetsCable() throws { try checkACableScenario() }
+    func testALabThatEndsWithTheCableOutPlugsItBack() async throws { try await checkALabThatEndsWithTheCableOut() }
+}
+
+final class NetemAttachmentLinkTests: AttachmentLinkTests {
+    override class var backendKind: BackendKind { .netem }
+
+    func testALinkDownUpScenarioPullsAndPlugsBackTheTargetsCable() throws { try checkACableScenario() }
+    func testALabThatEndsWithTheCableOutPlugsItBack() async throws { try await checkALabThatEndsWithTheCableOut() }
 }
