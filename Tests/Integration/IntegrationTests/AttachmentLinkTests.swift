@@ -134,6 +134,8 @@ class AttachmentLinkTests: ConditioningTestCase {
         try attachment.setLink(up: false, in: transaction)
         transaction.end()
         XCTAssertEqual(try netlink(wire).link(named: wireEnd).isUp, false)
+        XCTAssertEqual(attachment.status()?.cablePulled, true, "status does not say the cable is out")
+        XCTAssertEqual(attachment.status()?.healthy, true, "a pulled cable is a condition, not a broken attachment")
         let next = reports + "-next"
         addTeardownBlock { try? FileManager.default.removeItem(atPath: next) }
         try await LinkLab.with(LinkLab.Options(reportDirectory: next, store: attachment.sandboxStore, attachmentName: attachment.name)) { lab in
@@ -142,6 +144,7 @@ class AttachmentLinkTests: ConditioningTestCase {
             _ = try await lab.waitForPath(.satisfied, within: 5)
             XCTAssertTrue(try lab.events().contains { $0.lane == .conditions && $0.summary.contains("plugged back the cable of eth0") })
         }
+        XCTAssertEqual(attachment.status()?.cablePulled, false)
     }
 }
 
