@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(name: "LinkcondSystemTests", dependencies: ["LinkcondSystem"]),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
         .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles", "AllocationCounting"]),
-        .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument"]),
+        .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument", "Sandboxing"]),
         .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
         .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing", "RouteNetlink", "LinkcondBase"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),

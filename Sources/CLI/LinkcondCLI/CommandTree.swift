@@ -212,8 +212,11 @@ public enum CommandTree {
             a sandbox of its own, with the links the scenario declares, removed afterwards; with --name it runs
             in that sandbox — brought up when it is not (and left up), refused when its links differ from the
             scenario's "links" — and puts back what it changed. --name may also name an attachment: there the
-            steps condition its spliced link and the watchers run in its target; a scenario that needs a
-            sandbox's links, cellular link or server (prober expectations) is refused. The path monitor, the
+            steps condition its spliced link and the watchers run in its target; a wifi link step on the router
+            side pulls (down) or plugs back (up) the target's cable — its interface loses carrier, nothing in
+            the target is touched, and the cable is plugged back when the run ends (after a crash, by 'detach'
+            or the next run); a scenario that needs a sandbox's addresses, routes, portal, a link's client side,
+            a cellular link or server (prober expectations) is refused. The path monitor, the
             reachability prober and, with --observe, your own command (run in the client namespace; each JSON
             line it prints becomes an event on the "app" lane, its "state" field the lane's state) are recorded
             to events.jsonl as things happen; then timeline.json, junit.xml, timeline.html and summary.md are

@@ -16,6 +16,11 @@ import Synchronization
 /// - `c-wl0` down ⇒ `rt-wl0` loses carrier ⇒ `cl-wl0` set down ⇒ `wl0` loses carrier; `c-wl0` up reverses it.
 /// - `wl0` down ⇒ `cl-wl0` loses carrier ⇒ `rt-wl0` set down ⇒ `c-wl0` loses carrier.
 ///
+/// An end that is down without the relay having set it down is held down by someone else — an
+/// attachment's pulled cable (`link down` on the wire's end facing the stand-in) — and the relay leaves it
+/// down until that someone brings it up: the other side keeps its carrier, as the far end of a pulled
+/// cable does.
+///
 /// Loss, even 100 %, is not a link change: the relay reacts to links only. It starts by setting both ends up.
 public final class CarrierRelay: Sendable {
     /// What the relay has seen and done.
@@ -107,6 +112,8 @@ private final class RelayLoop: ThreadBody, @unchecked Sendable {
     let wake: WakeSignal
     let statistics = Mutex(CarrierRelay.Statistics())
     private let stopRequested = Atomic<Bool>(false)
+    /// The ends the relay set down and has not seen up since (touched by the relay's thread alone).
+    private var setDown: Set<String> = []
 
     init(wire: WireEnds, notifications: LinkNotifications, links: RouteNetlinkClient, wake: WakeSignal) {
         self.wire = wire
@@ -155,9 +162,13 @@ private final class RelayLoop: ThreadBody, @unchecked Sendable {
             do {
                 let client = try links.link(named: wire.clientSide)
                 let router = try links.link(named: wire.routerSide)
-                if client.isUp, router.isUp != client.carrier {
+                for end in [client, router] where end.isUp { setDown.remove(end.name) }
+                // Down, and not by the relay: held down by someone else (a pulled cable), left down.
+                let clientHeld = !client.isUp && !setDown.contains(client.name)
+                let routerHeld = !router.isUp && !setDown.contains(router.name)
+                if client.isUp, router.isUp != client.carrier, !(routerHeld && client.carrier) {
                     try change(wire.routerSide, up: client.carrier)
-                } else if router.isUp, client.isUp != router.carrier {
+                } else if router.isUp, client.isUp != router.carrier, !(clientHeld && router.carrier) {
                     try change(wire.clientSide, up: router.carrier)
                 } else {
                     return
@@ -174,6 +185,7 @@ private final class RelayLoop: ThreadBody, @unchecked Sendable {
 
     private func change(_ end: String, up: Bool) throws {
         try links.setLink(end, up: up)
+        if up { setDown.remove(end) } else { setDown.insert(end) }
         statistics.withLock { $0.changes += 1 }
     }
 }

@@ -69,7 +69,7 @@ extension AttachmentRecord {
             ("target", target.jsonValue), ("interface", .string(interface)), ("targetNamespace", .string(targetNamespace)),
             ("wireNamespace", .string(wireNamespace)), ("wireEnd", .string(wireEnd)), ("wireEndIndex", wireEndIndex.map(fileNumber)),
             ("join", .string(join.rawValue)), ("snapshot", snapshot?.jsonValue), ("restore", restore?.jsonValue), ("step", .string(step)),
-            ("detaching", .bool(detaching)),
+            ("detaching", .bool(detaching)), ("linkDown", linkDown ? .bool(true) : nil),
         ])
     }
 
@@ -83,6 +83,7 @@ extension AttachmentRecord {
         wireEndIndex = try object.optionalInteger("wireEndIndex")
         if object.member("restore").map({ $0 != .null }) ?? false { restore = try InterfaceConfiguration(file: object.object("restore")) }
         detaching = try object.bool("detaching")
+        if object.member("linkDown").map({ $0 != .null }) ?? false { linkDown = try object.bool("linkDown") }
     }
 }
 

@@ -78,6 +78,10 @@ public struct AttachmentRecord: Sendable, Equatable {
     public var step: String
     /// True once a detach has started: the attachment only goes away from here on.
     public var detaching = false
+    /// True while the wire's end facing the stand-in is down — the target sees its cable pulled (a scenario's
+    /// `link down` step, ``Attachment/setLink(up:in:)``). Written before the end goes down and cleared once it
+    /// is up again, so a lab killed meanwhile leaves a journal that `detach` (and the next lab) go by.
+    public var linkDown = false
 
     /// A record of an attachment about to start.
     public init(

@@ -20,8 +20,9 @@ public struct DetachReport: Sendable, Equatable {
 }
 
 extension Attachment {
-    /// Undoes the attachment, taking its lock: stops its engine, deletes the stand-in (only one provably
-    /// linkcond's: a veth whose peer is the wire's end), moves the original interface home and makes its
+    /// Undoes the attachment, taking its lock: plugs back a cable a lab left pulled, stops its engine,
+    /// deletes the stand-in (only one provably linkcond's: a veth whose peer is the wire's end), moves the
+    /// original interface home and makes its
     /// configuration what it was — or, for an attachment that completed, what the target had made the
     /// stand-in's meanwhile (its addresses, routes, up or down) — then removes the wire, the target's name,
     /// the claim and the state. Each step is written to the state first and works from what the kernel
@@ -62,6 +63,11 @@ extension Attachment {
 
         if !record.detaching {
             record.detaching = true
+            if record.linkDown, let wireLinks {
+                // A cable a lab left pulled (killed during a link step) is plugged back before the stand-in is read.
+                _ = try? wireLinks.setLink(record.wireEnd, up: true)
+                record.linkDown = false
+            }
             // A complete attachment goes home as the target left the stand-in (its own changes stay).
             if state.complete, let target, let targetLinks, let snapshot = record.snapshot,
                 isStandIn(record, in: targetLinks, wire: wireLinks),

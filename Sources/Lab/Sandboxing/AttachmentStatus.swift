@@ -37,6 +37,8 @@ public struct AttachmentStatus: Codable, Sendable, Equatable {
     public var problems: [String]
     /// The command that holds the attachment's lock right now, if any.
     public var busy: String?
+    /// True while the target's cable is pulled (``AttachmentRecord/linkDown``): its interface has no carrier.
+    public var cablePulled = false
 }
 
 extension Attachment {
@@ -63,7 +65,7 @@ extension Attachment {
             processes: state.processes.map {
                 AttachmentStatus.Process(role: $0.role.rawValue, pid: $0.pid, running: $0.isRunning, log: store.log(for: name, role: $0.role))
             },
-            problems: problems(state), busy: busy)
+            problems: problems(state), busy: busy, cablePulled: record.linkDown)
     }
 
     /// What is wrong with an attachment, one sentence each: an attach or detach that did not finish, a

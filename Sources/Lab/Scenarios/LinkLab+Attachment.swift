@@ -42,6 +42,8 @@ extension LinkLab {
         }
         let conditions = try AttachmentConditioning(attachment: attachment).backend(in: transaction)
         _ = try conditions.reconcile(in: transaction)
+        // A cable an earlier lab left pulled (it was killed during a link step) is plugged back: a run starts connected.
+        let replugged = try attachment.restoreLink(in: transaction)
         let directory = try makeReportDirectory(options)
         let lab = LinkLab(
             sandbox: attachment.sandbox, recorder: try TimelineRecorder(path: "\(directory)/events.jsonl"), reportDirectory: directory,
@@ -50,6 +52,9 @@ extension LinkLab {
             attachment: attachment, ownsAttachment: owns)
         succeeded = true
         try lab.started()
+        if replugged {
+            try lab.recorder.record(.conditions, "restored", "plugged back the cable of \(record.interface), which an earlier lab left pulled", state: "restored")
+        }
         return lab
     }
 }

@@ -74,10 +74,27 @@ extension LinkLab {
         undo.append((key, action))
     }
 
-    /// Takes a client link down or up (see `Sandbox.setLink`).
+    /// Takes a client link down or up (see `Sandbox.setLink`). On an attachment, the wifi link's router
+    /// side is the target's cable (``Attachment/setLink(up:in:)``: the wire's end facing the stand-in, so the
+    /// target's interface loses its carrier and nothing in the target is touched); its client side (the
+    /// target's own interface) and a cellular link are refused.
     public func setLink(_ link: Sandbox.ClientLink, side: Sandbox.LinkSide, up: Bool) throws {
-        try refuseOnAttachment("taking a link down or up")
         let word = up ? "up" : "down"
+        if let attachment {
+            guard link == .wifi else { throw LabError.notOnAttachment(what: "taking the cellular link \(word)", attachment: attachment.name) }
+            guard side == .router else {
+                throw LabError.notOnAttachment(
+                    what: "taking the client side of a link \(word) (the target's own interface; on an attachment a link step pulls the cable: the router side)",
+                    attachment: attachment.name)
+            }
+            let interface = attachment.record?.interface ?? "its interface"
+            remember("link \(link.rawValue) \(side.rawValue)") { [attachment, transaction] in try attachment.setLink(up: true, in: transaction) }
+            try recordConditions("\(link.rawValue) \(word)", action: "\(link.rawValue) link \(word) (the cable of the target's \(interface))") {
+                try attachment.setLink(up: up, in: transaction)
+                return 1
+            }
+            return
+        }
         remember("link \(link.rawValue) \(side.rawValue)") { [sandbox] in try sandbox.setLink(link, side: side, up: true) }
         try recordConditions("\(link.rawValue) \(word)", action: "\(link.rawValue) link \(word) (\(side.rawValue) side)") {
             try sandbox.setLink(link, side: side, up: up)

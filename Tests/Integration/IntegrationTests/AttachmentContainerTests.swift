@@ -110,11 +110,11 @@ final class AttachmentContainerTests: SandboxTestCase {
             XCTAssertEqual(one.status, 0, one.output + one.errorOutput)
             XCTAssertTrue(one.output.contains("attachment \(name): healthy") && one.output.contains("container '\(container)'"), one.output)
         }
-        // A scenario that needs a sandbox's links is refused on an attachment, with nothing made.
+        // A scenario that needs a sandbox's routes is refused on an attachment, with nothing made.
         let reports = "\(store)/reports"
-        let run = try linkcond(["run", "flaky-wifi", "--name", names[0], "--report", reports], store: store)
+        let run = try linkcond(["run", "ipv6-outage", "--name", names[0], "--report", reports], store: store)
         XCTAssertEqual(run.status, 1, run.output + run.errorOutput)
-        XCTAssertTrue(run.errorOutput.contains("scenario 'flaky-wifi' cannot run on attachment '\(names[0])': step 'drop-1'"), run.errorOutput)
+        XCTAssertTrue(run.errorOutput.contains("scenario 'ipv6-outage' cannot run on attachment '\(names[0])': step 'no-ipv6'"), run.errorOutput)
         XCTAssertFalse(FileManager.default.fileExists(atPath: reports), "a refused run made its report directory")
         // One that conditions the link and watches the path runs: `run SCENARIO --name ATTACHMENT`.
         let scenario = "\(store)/attached-edge.json"

@@ -3,6 +3,7 @@ import Glibc
 import LinkcondBase
 import NetNamespace
 import Sandboxing
+import Synchronization
 import XCTest
 
 /// `kill -9` of `linkcond attach`, `apply` and `detach` at every step of their journal, then
@@ -140,6 +141,38 @@ final class AttachmentCrashTests: SandboxTestCase {
         let line = try crash("apply once its change is journalled", prepare: [attach, ["apply", "lte", "--name", "NAME"]], kill: ["apply", "edge", "--name", "NAME"]) {
             $0["pending"] != nil
         }
+        print("linkcond-attach: kill -9 \(line)")
+    }
+
+    /// `run` killed while its scenario has the target's cable pulled (its next step, an apply, journalled):
+    /// detach plugs it back and puts the target back.
+    func testKillingARunWithTheCableOutThenDetachPutsTheTargetBack() throws {
+        let attach = ["attach", "--netns", "TARGET", "--name", "NAME", "--backend", "userspace"]
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lcit-cable-run-\(getpid())-\(UniqueName.next())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
+        let scenario = "\(directory)/cable-out.json"
+        try #"""
+            {"name": "cable-out", "description": "the cable pulled, then edge applied while it is out",
+             "steps": [{"name": "pulled", "link": "down", "side": "router", "interface": "wifi", "hold": "2s"},
+                       {"name": "edge", "apply": "edge", "hold": "5s"},
+                       {"name": "plugged", "link": "up", "side": "router", "interface": "wifi", "hold": "1s"}],
+             "expectations": []}
+            """#.write(toFile: scenario, atomically: true, encoding: .utf8)
+        // What `ip -j link show` said of the wire's end when the run was killed.
+        let seen = Mutex<String?>(nil)
+        let line = try crash(
+            "run with the cable out", prepare: [attach], kill: ["run", scenario, "--name", "NAME", "--report", "\(directory)/reports"]
+        ) { state in
+            guard state["pending"] != nil, let record = state["attachment"] as? [String: Any], record["linkDown"] as? Bool == true,
+                let wire = record["wireNamespace"] as? String, let end = record["wireEnd"] as? String
+            else { return false }
+            let shown = try? Command.ip(["-j", "-n", wire, "link", "show", "dev", end])
+            seen.withLock { $0 = shown?.output }
+            return true
+        }
+        let shown = try XCTUnwrap(seen.withLock { $0 }, "the run was not killed with the cable out")
+        XCTAssertTrue(shown.contains("\"operstate\":\"DOWN\"") && !shown.contains("\"UP\""), "the wire's end was not down when the run was killed: \(shown)")
         print("linkcond-attach: kill -9 \(line)")
     }
 }

@@ -84,10 +84,11 @@ final class AttachmentLabTests: SandboxTestCase {
         XCTAssertTrue(events.contains { $0.lane == .path && $0.state == "satisfied" && $0.summary.contains("eth0") }, "the monitor watched the target's eth0")
         XCTAssertEqual(attachment.status()?.healthy, true, "the run left the attachment attached")
 
-        let flaky = try ScenarioCatalog.beside(catalog).scenario("flaky-wifi", profiles: catalog)
-        XCTAssertThrowsError(try ScenarioRunner.run(flaky, options: ScenarioRunOptions(
+        // ipv6-outage removes the sandbox's default route: it needs a sandbox.
+        let outage = try ScenarioCatalog.beside(catalog).scenario("ipv6-outage", profiles: catalog)
+        XCTAssertThrowsError(try ScenarioRunner.run(outage, options: ScenarioRunOptions(
             reportDirectory: reports + "-refused", store: attachment.sandboxStore, attachmentName: attachment.name))) { error in
-            XCTAssertTrue("\(error)".contains("scenario 'flaky-wifi' cannot run on attachment '\(attachment.name)': step 'drop-1'"), "\(error)")
+            XCTAssertTrue("\(error)".contains("scenario 'ipv6-outage' cannot run on attachment '\(attachment.name)': step 'no-ipv6'"), "\(error)")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: reports + "-refused"), "a refused run made its report directory")
     }

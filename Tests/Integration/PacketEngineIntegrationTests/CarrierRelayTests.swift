@@ -79,6 +79,29 @@ final class CarrierRelayTests: EngineTestCase {
         XCTAssertEqual(relay.statistics.errors, 0, "\(relay.statistics)")
     }
 
+    /// A wire end taken down by someone else (an attachment's pulled cable) stays down: the client loses
+    /// carrier, the router keeps it, and the end comes back only when that someone brings it up.
+    func testAnEndHeldDownBySomeoneElseStaysDown() throws {
+        let lab = try makeLab()
+        let relay = try startRelay(lab)
+        XCTAssertTrue(try eventually { try lab.clientLinks.link(named: "wl0").carrier }, "no carrier at the start")
+        try lab.wireLinks.setLink("cl-wl0", up: false)
+        XCTAssertNotNil(try secondsUntil(lab.clientLinks, "wl0", carrier: false), "\(relay.statistics)")
+        usleep(300_000)
+        XCTAssertFalse(try lab.wireLinks.link(named: "cl-wl0").isUp, "the relay brought a held end back up: \(relay.statistics)")
+        XCTAssertTrue(try lab.wireLinks.link(named: "rt-wl0").isUp, "the relay took the far end down")
+        XCTAssertTrue(try lab.routerLinks.link(named: "c-wl0").carrier, "the router lost carrier")
+        // The router flaps meanwhile: the held end stays down all the same.
+        try lab.routerLinks.setLink("c-wl0", up: false)
+        try lab.routerLinks.setLink("c-wl0", up: true)
+        usleep(300_000)
+        XCTAssertFalse(try lab.wireLinks.link(named: "cl-wl0").isUp, "a router flap brought the held end up: \(relay.statistics)")
+        try lab.wireLinks.setLink("cl-wl0", up: true)
+        XCTAssertNotNil(try secondsUntil(lab.clientLinks, "wl0", carrier: true), "\(relay.statistics)")
+        XCTAssertTrue(try lab.routerLinks.link(named: "c-wl0").carrier)
+        XCTAssertEqual(relay.statistics.errors, 0, "\(relay.statistics)")
+    }
+
     func testTrafficResumesAfterALinkFlapAndTotalLossKeepsCarrier() throws {
         let lab = try makeLab()
         let runtime = try startEngine(lab, uplink: SwitchableScheduler(), downlink: SwitchableScheduler())

@@ -91,6 +91,10 @@ enum AttachCommands {
         if let backend = status.backend { head += ", conditions by \(backend)" }
         var lines = [head, "  target: \(status.interface) of \(status.target) (\(status.request))"]
         lines.append("  wire: \(status.wireNamespace); the target is named \(status.targetNamespace) while attached")
+        if status.cablePulled {
+            lines.append("  cable: pulled, \(status.interface) in the target has no carrier" + (status.busy == nil
+                ? " (left so by a run that did not end: the next run, or 'linkcond detach --name \(status.name)', plugs it back)" : " (by the run)"))
+        }
         for problem in status.problems { lines.append("  problem: \(problem)") }
         for process in status.processes { lines.append("  \(process.role): pid \(process.pid), \(process.running ? "running" : "not running")") }
         return lines.joined(separator: "\n")
