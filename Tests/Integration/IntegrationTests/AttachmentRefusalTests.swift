@@ -104,6 +104,20 @@ final class AttachmentRefusalTests: IntegrationTestCase {
     }
 
     /// Without --dev, the interface of the default route; when that is ambiguous the refusal lists the candidates.
+    /// A snapshot of interfaces just made or set up, once the kernel has finished with them (their operational
+    /// state, the IPv6 multicast and link-local routes it adds): two snapshots in a row that are the same.
+    private func settledSnapshot(_ namespace: NamedNamespace, interfaces: [String]) throws -> NamespaceSnapshot {
+        var last = try NamespaceSnapshot.take(namespace, interfaces: interfaces)
+        let settled = try eventually(timeout: 5) {
+            Thread.sleep(forTimeInterval: 0.05)
+            let now = try NamespaceSnapshot.take(namespace, interfaces: interfaces)
+            defer { last = now }
+            return now == last
+        }
+        XCTAssertTrue(settled, "\(namespace.name): its interfaces keep changing")
+        return last
+    }
+
     func testAnAmbiguousDefaultInterfaceIsRefusedListingTheCandidates() throws {
         let pair = try makeNamespace("pair")
         XCTAssertEqual(try Command.ip(["-n", pair.name, "link", "add", "d0", "type", "veth", "peer", "name", "d1"]).status, 0)
@@ -115,7 +129,7 @@ final class AttachmentRefusalTests: IntegrationTestCase {
             let result = try Command.ip(["-n", topology.app.name] + arguments)
             XCTAssertEqual(result.status, 0, "ip \(arguments.joined(separator: " ")): \(result.errorOutput)")
         }
-        let before = try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "eth1"])
+        let before = try settledSnapshot(topology.app, interfaces: ["eth0", "eth1"])
         try assertRefused(try AttachmentTarget.namespace(topology.app.name).resolve(), "has default routes through several interfaces (eth0, eth1): name one with --dev")
         XCTAssertTrue(before == (try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "eth1"])), "the target changed")
     }
@@ -124,7 +138,7 @@ final class AttachmentRefusalTests: IntegrationTestCase {
         let topology = try ContainerLikeTopology.make(in: self)
         let result = try Command.ip(["-n", topology.app.name, "link", "add", "br0", "type", "bridge"])
         guard result.status == 0 else { throw XCTSkip("this kernel cannot make a bridge (\(result.errorOutput)): no device that cannot change namespace to try") }
-        let before = try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "br0"])
+        let before = try settledSnapshot(topology.app, interfaces: ["eth0", "br0"])
         try assertRefused(try AttachmentTarget.namespace(topology.app.name).resolve(), interface: "br0", "a bridge device, which cannot change namespace")
         XCTAssertTrue(before == (try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "br0"])))
     }
