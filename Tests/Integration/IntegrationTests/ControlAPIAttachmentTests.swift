@@ -127,9 +127,9 @@ final class ControlAPIAttachmentTests: SandboxTestCase {
         XCTAssertEqual(backend.status, 409, backend.text)
         XCTAssertEqual(backend.object["error"] as? String,
                        "attachment '\(name)' is attached with the userspace backend, not netem: detach it and attach again with --backend netem")
-        let run = try api.request("POST", "/v1/attachments/\(name)/run", body: #"{"scenario": "flaky-wifi"}"#)
+        let run = try api.request("POST", "/v1/attachments/\(name)/run", body: #"{"scenario": "ipv6-outage"}"#)
         XCTAssertEqual(run.status, 409, run.text)
-        XCTAssertTrue((run.object["error"] as? String)?.hasPrefix("scenario 'flaky-wifi' cannot run on attachment '\(name)': step ") == true, run.text)
+        XCTAssertTrue((run.object["error"] as? String)?.hasPrefix("scenario 'ipv6-outage' cannot run on attachment '\(name)': step ") == true, run.text)
         XCTAssertEqual(((try api.request("GET", "/v1/attachments/\(name)/show").object["link"]) as? [String: Any])?["profile"] as? String, "inline")
 
         // Clear: the round trips are the attached control's again.

@@ -105,9 +105,9 @@ def test_attachment_refusals_change_nothing(client, target):
         client.apply_attachment(target.name, "edge", backend="netem")
     assert backend.value.status == 409 and "attached with the userspace backend, not netem" in backend.value.message
     with pytest.raises(LinkcondError) as scenario:
-        client.run_on_attachment(target.name, "flaky-wifi")
+        client.run_on_attachment(target.name, "ipv6-outage")
     assert scenario.value.status == 409
-    assert scenario.value.message.startswith("scenario 'flaky-wifi' cannot run on attachment '%s': step " % target.name)
+    assert scenario.value.message.startswith("scenario 'ipv6-outage' cannot run on attachment '%s': step " % target.name)
     with pytest.raises(LinkcondError) as probe:
         client.request("GET", "/v1/attachments/%s/events?probe=true" % target.name)
     assert probe.value.status == 409
