@@ -1,10 +1,10 @@
-// libFuzzer target: linkcond-bench's software GSO (EngineBenchIO.GSOSegmenter): completing a partial
+// libFuzzer target: the engine's software GSO (PacketEngine.GSOSegmenter): completing a partial
 // checksum and cutting a TCP super-frame into segments. Input: segment size, slot size, checksum start and
 // checksum offset (16 bits each, big-endian), then the frame, copied into a buffer of exactly its size;
 // each segment is built in a slot of exactly the slot size (AddressSanitizer catches a write past either).
 // A completed checksum verifies against the partial sum it replaced; every segment fits its slot, has a
 // valid IPv4 header checksum and TCP checksum, and the segments' payloads are the super-frame's, in order.
-@testable import EngineBenchIO
+@testable import PacketEngine
 
 func check(_ condition: Bool, _ message: @autoclosure () -> String) {
     if !condition { fatalError(message()) }

@@ -105,7 +105,7 @@ public struct Route: Sendable, Equatable {
             case RTA_PREF.rawValue: route.preference = attributes.uint8()
             case RTA_CACHEINFO.rawValue:
                 // struct rta_cacheinfo: rta_expires (clock ticks, USER_HZ = 100 a second) is the third u32.
-                if let ticks = attributes.payload.load(UInt32.self, at: 8), ticks > 0 { route.expires = (ticks + 99) / 100 }
+                if let ticks = attributes.payload.load(UInt32.self, at: 8), ticks > 0 { route.expires = ticks / 100 + (ticks % 100 == 0 ? 0 : 1) }  // rounded up, without overflow
             case RTA_MULTIPATH.rawValue:
                 route.compound.append("nexthop")
                 // struct rtnexthop { u16 rtnh_len; u8 flags; u8 hops; s32 rtnh_ifindex } + attributes, aligned.

@@ -55,4 +55,27 @@ final class SnapshotDecoderTests: XCTestCase {
             XCTAssertNil(route.expires, "configured routes do not expire")
         }
     }
+
+    /// A route whose cache info expires in the largest number of clock ticks a u32 holds decodes (the
+    /// seconds rounded up without overflowing), where `(ticks + 99) / 100` trapped: found by scripts/fuzz,
+    /// kept as Fuzz/regressions/rtnetlink-messages/route-cacheinfo-expires-near-uint32-max.
+    func testARouteThatExpiresInTheLongestTimeDecodes() throws {
+        func route(expiringIn ticks: UInt32) throws -> Route {
+            // struct rtmsg (AF_INET6, /64, table main, proto kernel, scope universe, unicast), then RTA_CACHEINFO:
+            // struct rta_cacheinfo, eight u32, the third rta_expires.
+            var payload: [UInt8] = [UInt8(AF_INET6), 64, 0, 0, UInt8(RT_TABLE_MAIN.rawValue), UInt8(RTPROT_KERNEL), 0, 1, 0, 0, 0, 0]
+            var cacheInfo = [UInt32](repeating: 0, count: 8)
+            cacheInfo[2] = ticks
+            payload += rawBytes(UInt16(4 + 32)) + rawBytes(UInt16(RTA_CACHEINFO.rawValue)) + cacheInfo.flatMap(rawBytes)
+            return try Route.decode(NetlinkMessage(type: UInt16(RTM_NEWROUTE), payload: payload))
+        }
+        XCTAssertEqual(try route(expiringIn: .max).expires, 42_949_673)
+        XCTAssertEqual(try route(expiringIn: 10_000).expires, 100)
+        XCTAssertEqual(try route(expiringIn: 10_001).expires, 101)
+        XCTAssertNil(try route(expiringIn: 0).expires)
+    }
+
+    private func rawBytes<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+        withUnsafeBytes(of: value.littleEndian) { Array($0) }
+    }
 }
