@@ -72,16 +72,8 @@ public struct NamedNamespace: Sendable, Hashable {
     /// network namespace and bind-mounts `/proc/thread-self/ns/net` onto that file. If anything fails,
     /// nothing is left behind.
     public static func create(_ name: String) throws(NamespaceError) -> NamedNamespace {
-        try validate(name)
-        try prepareRunDirectory()
-        let namespace = NamedNamespace(unchecked: name)
+        let namespace = try makeMountPoint(name)
         let path = namespace.path
-        do {
-            try FileDescriptor.open(path, .readOnly, options: [.create, .exclusiveCreate], permissions: 0).close()
-        } catch {
-            if error.errno == .fileExists { throw .alreadyExists(name: name) }
-            throw .system(operation: "create \(path)", errno: error.errno.rawValue)
-        }
         do {
             try NamespaceThread.runInNewNamespace { () throws in
                 if mount("/proc/thread-self/ns/net", path, "none", UInt(MS_BIND), nil) != 0 {
@@ -91,6 +83,21 @@ public struct NamedNamespace: Sendable, Hashable {
         } catch {
             unlink(path)
             throw error as? NamespaceError ?? .system(operation: "create namespace \(name)", errno: EIO)
+        }
+        return namespace
+    }
+
+    /// Validates `name`, prepares `/run/netns` and creates the empty file `/run/netns/NAME` a namespace is
+    /// bind-mounted onto (refusing a name that exists already).
+    static func makeMountPoint(_ name: String) throws(NamespaceError) -> NamedNamespace {
+        try validate(name)
+        try prepareRunDirectory()
+        let namespace = NamedNamespace(unchecked: name)
+        do {
+            try FileDescriptor.open(namespace.path, .readOnly, options: [.create, .exclusiveCreate], permissions: 0).close()
+        } catch {
+            if error.errno == .fileExists { throw .alreadyExists(name: name) }
+            throw .system(operation: "create \(namespace.path)", errno: error.errno.rawValue)
         }
         return namespace
     }

@@ -68,15 +68,8 @@ extension NamedNamespace {
         guard NamespaceIdentity.isNetworkNamespace(descriptor) else {
             throw .system(operation: "name the namespace \(name): the descriptor is not a network namespace", errno: EINVAL)
         }
-        try prepareRunDirectory()
-        let namespace = NamedNamespace(unchecked: name)
+        let namespace = try makeMountPoint(name)
         let path = namespace.path
-        do {
-            try FileDescriptor.open(path, .readOnly, options: [.create, .exclusiveCreate], permissions: 0).close()
-        } catch {
-            if error.errno == .fileExists { throw .alreadyExists(name: name) }
-            throw .system(operation: "create \(path)", errno: error.errno.rawValue)
-        }
         if mount("/proc/self/fd/\(descriptor.rawValue)", path, "none", UInt(MS_BIND), nil) != 0 {
             let code = errno
             unlink(path)
