@@ -10,6 +10,8 @@ import Sandboxing
 import Synchronization
 import XCTest
 
+@testable import LinkEmulation
+
 // Support for the conditioning suite (DESIGN.md, "Tests"): profiles measured with real packets, against
 // either backend — netem qdiscs (the kernel-VM tier, whose kernel has sch_netem) and the userspace engine
 // (the host tier, whose kernel does not; and the VM tier again).
@@ -298,6 +300,24 @@ struct DirectionModel {
     ///   (DelaySampler), so a correlation narrows it: by √((1 − c)/(1 + c)) for uniform jitter, and for a
     ///   table distribution by what its table does to the narrowed quantiles — 0.65 σ for normal at c = 25%,
     ///   computed here from the same process.
+    /// How long the engine's ordered jitter takes to forget its delay (the Matérn correlation length ℓ of
+    /// ``SmoothJitter``, seconds); nil where every frame draws its delay independently (netem, and the
+    /// engine's `"jitterModel": "netem"`) or there is no jitter.
+    func correlationLength(for kind: BackendKind) -> Double? {
+        guard kind == .userspace, conditions.jitter > 0, conditions.effectiveJitterModel == .ordered else { return nil }
+        let model = SmoothJitter(jitter: conditions.jitter, distribution: conditions.distribution ?? .uniform, correlation: conditions.delayCorrelation)
+        guard model.rate > 0 else { return nil }
+        return 3.0.squareRoot() / model.rate / 1e9
+    }
+
+    /// The correlation of two delays drawn `seconds` apart by the engine's ordered jitter: (1 + λτ)e^(−λτ),
+    /// λ = √3/ℓ (Matérn-3/2); 0 where draws are independent.
+    func delayCorrelation(after seconds: Double, for kind: BackendKind) -> Double {
+        guard let length = correlationLength(for: kind) else { return 0 }
+        let x = 3.0.squareRoot() * seconds / length
+        return (1 + x) * exp(-x)
+    }
+
     func delayDeviation(for kind: BackendKind) -> Double? {
         guard let deviation = delayDeviation else { return nil }
         let correlation = conditions.delayCorrelation
@@ -386,7 +406,9 @@ enum CorrelatedQuantiles {
             case .normal?: normal = true
             case .pareto?, .paretonormal?: return nil
             }
-            let correlation = kind == .userspace ? model.conditions.delayCorrelation : 0
+            // Only netem's model (netem itself does not) narrows the draws by their correlation: the engine's
+            // ordered jitter has the profile's spread whatever its correlation.
+            let correlation = kind == .userspace && model.conditions.effectiveJitterModel == .netem ? model.conditions.delayCorrelation : 0
             var uniforms = Uniforms(seed: 0x2545_f491_4f6c_dd1d &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
             var last = uniforms.next()
             for draw in 0..<count {
