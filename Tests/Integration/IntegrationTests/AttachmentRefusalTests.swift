@@ -107,6 +107,7 @@ final class AttachmentRefusalTests: IntegrationTestCase {
     /// A snapshot of interfaces just made or set up, once the kernel has finished with them (their operational
     /// state, the IPv6 multicast and link-local routes it adds): two snapshots in a row that are the same.
     private func settledSnapshot(_ namespace: NamedNamespace, interfaces: [String]) throws -> NamespaceSnapshot {
+        try NamespaceSnapshot.settle(namespace)  // DAD over: no address still tentative (slow on a loaded machine)
         var last = try NamespaceSnapshot.take(namespace, interfaces: interfaces)
         let settled = try eventually(timeout: 5) {
             Thread.sleep(forTimeInterval: 0.05)
@@ -131,7 +132,8 @@ final class AttachmentRefusalTests: IntegrationTestCase {
         }
         let before = try settledSnapshot(topology.app, interfaces: ["eth0", "eth1"])
         try assertRefused(try AttachmentTarget.namespace(topology.app.name).resolve(), "has default routes through several interfaces (eth0, eth1): name one with --dev")
-        XCTAssertTrue(before == (try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "eth1"])), "the target changed")
+        let after = try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "eth1"])
+        XCTAssertTrue(before == after, "the target changed:\n\(before.differences(after))")
     }
 
     func testADeviceThatCannotChangeNamespaceIsRefused() throws {
@@ -140,7 +142,8 @@ final class AttachmentRefusalTests: IntegrationTestCase {
         guard result.status == 0 else { throw XCTSkip("this kernel cannot make a bridge (\(result.errorOutput)): no device that cannot change namespace to try") }
         let before = try settledSnapshot(topology.app, interfaces: ["eth0", "br0"])
         try assertRefused(try AttachmentTarget.namespace(topology.app.name).resolve(), interface: "br0", "a bridge device, which cannot change namespace")
-        XCTAssertTrue(before == (try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "br0"])))
+        let after = try NamespaceSnapshot.take(topology.app, interfaces: ["eth0", "br0"])
+        XCTAssertTrue(before == after, "the target changed:\n\(before.differences(after))")
     }
 
     func testAnInterfaceWithQdiscsOfTheUsersOwnIsRefused() throws {
