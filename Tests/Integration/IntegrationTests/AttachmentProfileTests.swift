@@ -44,6 +44,10 @@ class AttachmentProfileTests: ConditioningTestCase {
 
     /// Measures a catalog profile through an attachment, then detaches and checks the target is as before.
     func measureThroughAttachment(named name: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try measuredAgainIfTheMachineStalled { try measureOnceThroughAttachment(named: name, file: file, line: line) }
+    }
+
+    private func measureOnceThroughAttachment(named name: String, file: StaticString, line: UInt) throws {
         let profile = try catalog().profile(named: name)
         let (measured, topology, attachment) = try makeMeasuredAttachment()
         let before = attachment.record?.snapshot

@@ -687,9 +687,12 @@ extension ConditioningTestCase {
     }
 
     /// Applies a catalog profile to a fresh sandbox and checks everything: tc read-back, round trip, loss and
-    /// throughput each way. Prints the measurement table.
+    /// throughput each way. Prints the measurement table. Measured again when it fails while the machine stalled
+    /// (``measuredAgainIfTheMachineStalled(attempts:_:)``).
     func measureProfile(named name: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        try measureProfile(try catalog().profile(named: name), file: file, line: line)
+        try measuredAgainIfTheMachineStalled {
+            _ = try measureProfile(try catalog().profile(named: name), file: file, line: line)
+        }
     }
 
     /// ``measureProfile(named:file:line:)`` for a profile made in code, on this class's backend or `kind`;

@@ -43,6 +43,10 @@ final class EngineScenarioTests: ConditioningTestCase {
 
     /// Runs `scenarios/NAME.json` through the engine in a sandbox of the run's own and asserts that it passed.
     private func runScenario(_ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try measuredAgainIfTheMachineStalled { try runScenarioOnce(name, file: file, line: line) }
+    }
+
+    private func runScenarioOnce(_ name: String, file: StaticString, line: UInt) throws {
         let catalog = ProfileCatalog(directory: Self.repository + "/profiles")
         let scenario = try ScenarioParser.load(path: "\(Self.repository)/scenarios/\(name).json", catalog: catalog)
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("lcscn-\(getpid())-\(UniqueName.next())").path

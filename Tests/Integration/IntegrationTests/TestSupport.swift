@@ -63,6 +63,38 @@ class IntegrationTestCase: XCTestCase {
         try super.tearDownWithError()
     }
 
+    /// The attempt of ``measuredAgainIfTheMachineStalled(attempts:_:)`` under way: its failures are held, and
+    /// its teardown blocks run when it ends, until it is judged or voided.
+    private let attemptLock = NSLock()
+    private var currentAttempt: MeasurementAttempt?
+
+    func beginAttempt() { attemptLock.withLock { currentAttempt = MeasurementAttempt() } }
+
+    func endAttempt() -> MeasurementAttempt {
+        attemptLock.withLock {
+            defer { currentAttempt = nil }
+            return currentAttempt ?? MeasurementAttempt()
+        }
+    }
+
+    override func recordFailure(withDescription description: String, inFile filePath: String, atLine lineNumber: Int, expected: Bool) {
+        let held = attemptLock.withLock { () -> Bool in
+            guard currentAttempt != nil else { return false }
+            currentAttempt?.failures.append(.init(description: description, file: filePath, line: lineNumber, expected: expected))
+            return true
+        }
+        if !held { super.recordFailure(withDescription: description, inFile: filePath, atLine: lineNumber, expected: expected) }
+    }
+
+    override func addTeardownBlock(_ block: @escaping () -> Void) {
+        let held = attemptLock.withLock { () -> Bool in
+            guard currentAttempt != nil else { return false }
+            currentAttempt?.cleanups.append(block)
+            return true
+        }
+        if !held { super.addTeardownBlock(block) }
+    }
+
     /// Creates a uniquely named namespace that is deleted again when the test ends, pass or fail.
     func makeNamespace(_ tag: String) throws -> NamedNamespace {
         let name = UniqueName.namespace(tag)
