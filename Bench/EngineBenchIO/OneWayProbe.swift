@@ -23,6 +23,8 @@ package enum OneWayProbe {
         package var captureDrops: UInt64
         /// The one-way time of each datagram seen at both ends, in nanoseconds, in the order sent.
         package var oneWay: [Int64]
+        /// Datagrams that reached the server's interface before one sent earlier (the kernel's stamps).
+        package var overtaking: Int = 0
 
         /// One-way times minus `delay`, sorted.
         package func excess(over delay: UInt64) -> [Int64] {
@@ -63,9 +65,15 @@ package enum OneWayProbe {
         for (left, arrived) in zip(sentCapture.stamps, receivedCapture.stamps) where left != 0 && arrived != 0 {
             oneWay.append(Int64(bitPattern: arrived &- left))
         }
+        var latest: UInt64 = 0
+        var overtaking = 0
+        for arrived in receivedCapture.stamps where arrived != 0 {
+            if arrived < latest { overtaking += 1 }
+            latest = max(latest, arrived)
+        }
         return Result(
             sent: sent, seenSent: sentCapture.stamps.count { $0 != 0 }, seenReceived: receivedCapture.stamps.count { $0 != 0 },
-            captureDrops: sentCapture.drops + receivedCapture.drops, oneWay: oneWay)
+            captureDrops: sentCapture.drops + receivedCapture.drops, oneWay: oneWay, overtaking: overtaking)
     }
 
     /// Sends `count` probe datagrams at `rate` a second on `socket` (connected); returns how many left.

@@ -60,7 +60,8 @@ enum EngineBench {
         var late: Double
     }
 
-    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt`, `lateness`, `timing`, `polling` and `flood`
+    /// Runs the engine's rows and prints them: `parts` picks among `throughput`, `rtt`, `lateness`, `timing`, `polling`, `jitter`,
+    /// `queues` and `flood`
     /// (empty: all), `rounds=N` sets the throughput rounds. Failures are printed, never thrown; everything is
     /// removed at the end.
     static func run(parts requested: Set<String> = []) {
@@ -103,6 +104,8 @@ enum EngineBench {
         printTables(subjects, echoes, lateness)
         if all || parts.contains("timing") { EngineTimingBench.printDetailed() }
         if all || parts.contains("polling") { EngineTimingBench.printRoundTrips() }
+        if all || parts.contains("jitter") { EngineFidelityBench.printJitter() }
+        if all || parts.contains("queues") { EngineFidelityBench.printQueues() }
         if all || parts.contains("flood") {
             print("")
             print("Unconditioned UDP flood through the engine, 2 s, where every datagram went")

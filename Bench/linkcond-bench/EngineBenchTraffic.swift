@@ -31,7 +31,7 @@ enum BenchTraffic {
     /// second over the last `seconds`. `window` is called at the start and at the end of that measurement window.
     static func tcpThroughput(
         from client: NamedNamespace, to router: NamedNamespace, address: IPAddress, port: UInt16, warmup: Double = 0.5, seconds: Double,
-        window: (_ atEnd: Bool) -> Void = { _ in }
+        congestionControl: String? = nil, window: (_ atEnd: Bool) -> Void = { _ in }
     ) throws -> Double {
         let listener = try socket(in: router, .tcp(.inet), timeout: 5)
         do {
@@ -58,6 +58,15 @@ enum BenchTraffic {
         }
         receiver.start()
         let sender = try socket(in: client, .tcp(.inet), timeout: 5)
+        if let congestionControl {
+            // The machine's default may be BBR, which keeps its queue short by itself; a queue's behaviour is
+            // shown by a loss-based sender (TCP_CONGESTION).
+            let set = congestionControl.withCString { setsockopt(sender.rawValue, Int32(IPPROTO_TCP), TCP_CONGESTION, $0, socklen_t(strlen($0))) }
+            guard set == 0 else {
+                try? sender.close()
+                throw BenchFailure("setsockopt TCP_CONGESTION \(congestionControl): errno \(errno)")
+            }
+        }
         do {
             // Blocking: a connect that outlasts SO_SNDTIMEO ends "in progress".
             guard try sender.connect(to: SocketAddress(address, port: port)) else {

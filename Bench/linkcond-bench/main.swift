@@ -7,7 +7,7 @@
 //   sudo .build/release/linkcond-bench apply [N]       linkcond apply as a process against the tc pair only
 //   sudo .build/release/linkcond-bench scale [N]       N sandboxes with engines (default 200) only
 //   sudo .build/release/linkcond-bench prober          the prober's detection of 100% loss only (about 3 minutes)
-//   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [timing] [polling] [flood] [rounds=N]   the engine's detailed tables
+//   sudo .build/release/linkcond-bench engine [throughput] [rtt] [lateness] [timing] [polling] [jitter] [queues] [flood] [rounds=N]   the engine's detailed tables
 //   sudo LINKCOND_STORE=DIR .build/release/linkcond-bench health NAME   the health check of a sandbox, in process
 //
 // Nothing outside the namespaces, sandboxes and stores it names after its process id is touched; they are
@@ -58,7 +58,7 @@ guard geteuid() == 0 else {
     FileHandle.standardError.write(Data("linkcond-bench: needs root (it creates a throwaway network namespace)\n".utf8))
     exit(1)
 }
-// `linkcond-bench engine [throughput] [rtt] [lateness] [timing] [polling] [flood]` runs only the userspace engine's rows (EngineBench*.swift).
+// `linkcond-bench engine [throughput] [rtt] [lateness] [timing] [polling] [jitter] [queues] [flood]` runs only the userspace engine's rows (EngineBench*.swift).
 if CommandLine.arguments.dropFirst().first == "engine" {
     EngineBench.run(parts: Set(CommandLine.arguments.dropFirst(2)))
     exit(0)
@@ -258,6 +258,8 @@ if !CommandLine.arguments.contains("netlink-only") {
     if scaleCount > 0 { table += ScaleBench.run(count: scaleCount, linkcond: linkcond, deadlineSeconds: 300) }
     // The userspace engine's data plane against the bare C forwarder and a bare veth pair.
     table += EngineBench.tableRows()
+    // The engine's fidelity at the wire: ordered jitter at three rates, and each queue discipline under load.
+    table += EngineFidelityBench.tableRows()
     // The prober's detection of 100% loss, adaptive against fixed timeouts (`no-prober` leaves it out).
     if !CommandLine.arguments.contains("no-prober") { table += ProberBench.rows(linkcond: linkcond) }
 }
