@@ -18,12 +18,15 @@ extension AttachmentConditioning {
         return (state, record)
     }
 
-    /// `linkcond apply PROFILE --name ATTACHMENT`: reconciles a change that did not finish, then puts `profile`
-    /// on the spliced link and reads it back. A `choice` other than `auto` must be the backend the attachment
-    /// was attached with (it cannot change without attaching again).
+    /// `linkcond apply PROFILE --name ATTACHMENT [--for DURATION]`: reconciles a change that did not finish,
+    /// then puts `profile` on the spliced link and reads it back — for `seconds` when given, with the timed
+    /// change recorded for ``ConditioningBackend/endTimedChange(_:in:catalogDirectory:)`` (as on a sandbox:
+    /// whoever waits puts back what was there; when that process is gone, the next change after the time
+    /// does). A `choice` other than `auto` must be the backend the attachment was attached with (it cannot
+    /// change without attaching again).
     public func apply(
-        _ profile: Profile, backend choice: BackendChoice = .auto, in transaction: SandboxTransaction
-    ) throws(SandboxError) -> (report: ApplyReport, notes: [String], record: AttachmentRecord) {
+        _ profile: Profile, backend choice: BackendChoice = .auto, for seconds: Double? = nil, in transaction: SandboxTransaction
+    ) throws(SandboxError) -> AttachmentAppliedChange {
         let (state, record) = try attached(in: transaction)
         if choice != .auto, choice.rawValue != state.backend {
             throw .unsupported(
@@ -31,7 +34,12 @@ extension AttachmentConditioning {
         }
         let backend = try backend(in: transaction)
         let notes = try backend.reconcile(in: transaction)
-        return (try backend.apply(profile, links: nil, in: transaction), notes, record)
+        guard let seconds else {
+            return AttachmentAppliedChange(report: try backend.apply(profile, links: nil, in: transaction), backend: backend, notes: notes, record: record)
+        }
+        let (report, generation) = try backend.apply(profile, links: nil, for: seconds, in: transaction)
+        let timed = try transaction.upState().timedChanges.first { $0.generation == generation }
+        return AttachmentAppliedChange(report: report, backend: backend, notes: notes, record: record, timed: timed)
     }
 
     /// `linkcond clear --name ATTACHMENT`: the sites cleared (none when it had no conditions), and notes.
@@ -53,6 +61,22 @@ extension AttachmentConditioning {
             name: attachment.name, record: record, backend: backend.kind, applied: state.conditions[Sandbox.ClientLink.wifi.rawValue], notes: notes,
             installed: installed)
     }
+}
+
+/// What `linkcond apply … --name ATTACHMENT` did: the report, the backend holding the conditions, notes on
+/// what earlier commands left unsettled, the attachment's record, and the timed change when the conditions
+/// hold for a while.
+public struct AttachmentAppliedChange: Sendable {
+    /// What the backend did.
+    public var report: ApplyReport
+    /// The backend that holds the conditions (the one to end a timed change with).
+    public var backend: any ConditioningBackend
+    /// Unconfirmed changes and timed conditions an earlier command left, settled first: one sentence each.
+    public var notes: [String]
+    /// What the attachment is attached to.
+    public var record: AttachmentRecord
+    /// For conditions put on for a while: when they end and what comes back.
+    public var timed: SandboxState.TimedChange?
 }
 
 /// An attachment's conditions as `show --name ATTACHMENT` reads them back.

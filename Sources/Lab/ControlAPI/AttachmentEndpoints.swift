@@ -10,6 +10,8 @@ import Scenarios
 /// ``ScenarioRunner``): the answers are the CLI's `--json` documents, the refusals its sentences.
 struct AttachmentEndpoints: Sendable {
     let configuration: APIConfiguration
+    /// The server's timed conditions (`"for"`), shared with the sandboxes' endpoints.
+    let timers: TimedChanges
     let isStopping: @Sendable () -> Bool
 
     /// The attachments' store.
@@ -72,24 +74,32 @@ struct AttachmentEndpoints: Sendable {
         ]))
     }
 
-    /// Refuses `"link"` (an attachment has one link) and `"for"` (timed conditions are a sandbox's for now).
-    private func refuse(link: Bool, for seconds: Double?, _ name: String) throws(APIError) {
+    /// Refuses `"link"`: an attachment has one link.
+    private func refuse(link: Bool, _ name: String) throws(APIError) {
         if link { throw APIError(422, "attachment '\(name)' has one link, its spliced interface: leave \"link\" out") }
-        if seconds != nil { throw APIError(422, "\"for\" is taken by sandboxes only: apply to attachment '\(name)', then clear it or apply again") }
     }
 
     /// `POST /v1/attachments/NAME/apply`: `linkcond apply … --name NAME --json`, with the profile's document
-    /// and `notes`.
+    /// and `notes`; with `"for"`, the conditions hold for that long (the server puts back what was there) and
+    /// the answer adds `until` and `then`, as for a sandbox.
     func apply(_ name: String, _ request: APIRequest) throws -> APIResponse {
         let body = try APIBodies.apply(request, catalog: configuration.catalogDirectory)
         let attachment = try attachment(name)
-        try refuse(link: body.links != nil, for: body.seconds, name)
+        try refuse(link: body.links != nil, name)
         let transaction = try attachment.sandbox.transaction(for: "apply \(body.profile.name) (api)")
         defer { transaction.end() }
-        let (report, notes, _) = try conditioning(attachment).apply(body.profile, backend: body.backend, in: transaction)
-        guard case .object(var members) = try JSONCoding.value(report) else { throw APIError(500, "the apply report did not encode as an object") }
+        let change = try conditioning(attachment).apply(body.profile, backend: body.backend, for: body.seconds, in: transaction)
+        transaction.end()
+        if let timed = change.timed {
+            timers.schedule(timed, on: attachment.sandbox, backend: change.backend, catalogDirectory: configuration.catalogDirectory)
+        }
+        guard case .object(var members) = try JSONCoding.value(change.report) else { throw APIError(500, "the apply report did not encode as an object") }
         members.append(("document", ProfileParser.json(of: body.profile)))
-        members.append(("notes", .array(notes.map(JSONValue.string))))
+        members.append(("notes", .array(change.notes.map(JSONValue.string))))
+        if let timed = change.timed {
+            members.append(("until", .string(timed.endsAt)))
+            members.append(("then", timed.restore.values.first.map { .string($0.profile) } ?? .null))
+        }
         return .json(.object(members))
     }
 
@@ -97,7 +107,7 @@ struct AttachmentEndpoints: Sendable {
     func clear(_ name: String, _ request: APIRequest) throws -> APIResponse {
         let links = try APIBodies.clear(request)
         let attachment = try attachment(name)
-        try refuse(link: links != nil, for: nil, name)
+        try refuse(link: links != nil, name)
         let transaction = try attachment.sandbox.transaction(for: "clear (api)")
         defer { transaction.end() }
         let (cleared, notes) = try conditioning(attachment).clear(in: transaction)

@@ -37,7 +37,7 @@ public final class ControlAPIServer: @unchecked Sendable {
         token = configuration.endpoints.contains(where: \.needsToken) ? configuration.token ?? APIToken.generate() : nil
         let stopped = self.stopped
         handlers = SandboxEndpoints(configuration: configuration, timers: timers, isStopping: { stopped.isSet })
-        attached = AttachmentEndpoints(configuration: configuration, isStopping: { stopped.isSet })
+        attached = AttachmentEndpoints(configuration: configuration, timers: timers, isStopping: { stopped.isSet })
     }
 
     /// Listens on every endpoint and accepts on a thread each; returns the endpoints as bound. With a TCP

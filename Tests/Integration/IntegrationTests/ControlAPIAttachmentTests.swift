@@ -132,6 +132,17 @@ final class ControlAPIAttachmentTests: SandboxTestCase {
         XCTAssertTrue((run.object["error"] as? String)?.hasPrefix("scenario 'ipv6-outage' cannot run on attachment '\(name)': step ") == true, run.text)
         XCTAssertEqual(((try api.request("GET", "/v1/attachments/\(name)/show").object["link"]) as? [String: Any])?["profile"] as? String, "inline")
 
+        // "for": other conditions for a second, then the server puts the inline ones back.
+        let timed = try api.request("POST", "/v1/attachments/\(name)/apply", body: #"{"profile": "3g", "for": "1s"}"#)
+        XCTAssertEqual(timed.status, 200, timed.text)
+        XCTAssertEqual(timed.object["then"] as? String, "inline", timed.text)
+        XCTAssertNotNil(timed.object["until"] as? String, timed.text)
+        XCTAssertEqual(((try api.request("GET", "/v1/attachments/\(name)/show").object["link"]) as? [String: Any])?["profile"] as? String, "3g")
+        let putBack = try eventually(timeout: 5) {
+            ((try api.request("GET", "/v1/attachments/\(name)/show").object["link"]) as? [String: Any])?["profile"] as? String == "inline"
+        }
+        XCTAssertTrue(putBack, "the inline conditions did not come back after \"for\": 1s")
+
         // Clear: the round trips are the attached control's again.
         let cleared = try api.request("POST", "/v1/attachments/\(name)/clear")
         XCTAssertEqual(cleared.status, 200, cleared.text)

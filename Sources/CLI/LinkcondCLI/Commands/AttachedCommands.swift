@@ -16,23 +16,29 @@ enum AttachedCommands {
 
     static func apply(_ parsed: ParsedCommand, _ attachment: Attachment) throws -> Int32 {
         try refuseLink(parsed, attachment)
-        // Parse and validate first: bad input changes nothing.
-        let profile = try ProfileCatalog.find(parsed.positional("profile")!)
+        // Parse and validate first: bad input changes nothing (a profile, or conditions as options; --for).
+        let profile = try ConditionCommands.profile(parsed)
+        let seconds = try ConditionCommands.duration(parsed)
+        Interrupts.install()
         let transaction = try attachment.sandbox.transaction(for: "apply \(profile.name)", progress: Output.progress)
         defer { transaction.end() }
         let choice = SandboxCommands.backendChoice(parsed)
-        let (report, notes, record) = try AttachmentConditioning(attachment: attachment, engineExecutable: try SandboxCommands.ownExecutable())
-            .apply(profile, backend: choice, in: transaction)
-        for note in notes { Output.error("note: \(note)") }
+        let change = try AttachmentConditioning(attachment: attachment, engineExecutable: try SandboxCommands.ownExecutable())
+            .apply(profile, backend: choice, for: seconds, in: transaction)
+        for note in change.notes { Output.error("note: \(note)") }
         if parsed.flag("json") {
-            try Output.json(report)
-            return 0
+            try Output.json(change.report)
+        } else {
+            let tenths = Int((max(0, change.report.duration) * 10_000).rounded())
+            Output.print("applied '\(profile.name)' to attachment '\(attachment.name)' (\(change.record.interface) of \(change.record.target.description)) with \(change.report.backend.rawValue) (\(tenths / 10).\(tenths % 10) ms, read back and verified)")
+            Output.print("  downlink: \(ProfileSummary.direction(profile.downlink))")
+            Output.print("  uplink:   \(ProfileSummary.direction(profile.uplink))\(profile.dnsDelay > 0 ? "; DNS +\(ProfileSummary.time(profile.dnsDelay))" : "")")
         }
-        let tenths = Int((max(0, report.duration) * 10_000).rounded())
-        Output.print("applied '\(profile.name)' to attachment '\(attachment.name)' (\(record.interface) of \(record.target.description)) with \(report.backend.rawValue) (\(tenths / 10).\(tenths % 10) ms, read back and verified)")
-        Output.print("  downlink: \(ProfileSummary.direction(profile.downlink))")
-        Output.print("  uplink:   \(ProfileSummary.direction(profile.uplink))\(profile.dnsDelay > 0 ? "; DNS +\(ProfileSummary.time(profile.dnsDelay))" : "")")
-        return 0
+        guard let seconds, let timed = change.timed else { return 0 }
+        let back = timed.restore.values.first.map { "'\($0.profile)'" } ?? "no conditions"
+        Output.print("  for \(ProfileSummary.seconds(seconds)), until \(timed.endsAt); then back to \(back) (Ctrl-C ends it sooner)")
+        transaction.end()
+        return try ConditionCommands.waitAndPutBack(timed, seconds: seconds, backend: change.backend, sandbox: attachment.sandbox, profile: profile.name, oneLink: true)
     }
 
     static func clear(_ parsed: ParsedCommand, _ attachment: Attachment) throws -> Int32 {

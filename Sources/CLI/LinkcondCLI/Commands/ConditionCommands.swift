@@ -79,18 +79,28 @@ enum ConditionCommands {
         } else {
             printApplied(change.report, profile: profile, links: links, sandbox: topology.name)
         }
-        let backend = change.backend
         guard let seconds, let timed = change.timed else { return 0 }
         Output.print("  for \(ProfileSummary.seconds(seconds)), until \(timed.endsAt); then \(restoreWords(timed)) (Ctrl-C ends it sooner)")
         // The lock goes while the conditions hold: other commands (show, another apply) are not held up.
         transaction.end()
+        return try waitAndPutBack(timed, seconds: seconds, backend: change.backend, sandbox: sandbox, profile: profile.name)
+    }
+
+    /// The end of `apply --for`: waits until the time is up (or Ctrl-C), then puts back what was there in a
+    /// transaction of its own; exit status 130 when interrupted. The caller has let the lock go. `oneLink`:
+    /// an attachment's, whose internal name is not worth printing.
+    static func waitAndPutBack(
+        _ timed: SandboxState.TimedChange, seconds: Double, backend: any ConditioningBackend, sandbox: Sandbox, profile: String,
+        oneLink: Bool = false
+    ) throws -> Int32 {
         let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
         while !Interrupts.received && MonotonicClock.nanoseconds() < deadline { usleep(20_000) }
-        let end = try sandbox.transaction(for: "apply \(profile.name) (end of --for)", progress: Output.progress)
+        let end = try sandbox.transaction(for: "apply \(profile) (end of --for)", progress: Output.progress)
         defer { end.end() }
-        let done = try backend.endTimedChange(timed.generation, in: end)
+        var done = try backend.endTimedChange(timed.generation, in: end)
+        if oneLink { done = done.map { $0.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? $0 } }
         let when = Interrupts.received ? "interrupted" : "after \(ProfileSummary.seconds(seconds))"
-        Output.print(done.isEmpty ? "\(when): a later change took over the links; nothing put back"
+        Output.print(done.isEmpty ? "\(when): a later change took over; nothing put back"
                                   : "\(when): put back what was there (" + done.joined(separator: "; ") + ")")
         return Interrupts.received ? 130 : 0
     }
