@@ -283,12 +283,15 @@ class Client:
         """The attachment's conditions, read back (``linkcond show --name NAME --json``)."""
         return self.request("GET", "/v1/attachments/%s/show" % self._name(name))
 
-    def apply_attachment(self, name, profile=None, *, downlink=None, uplink=None, direction="both", backend=None, **conditions):
+    def apply_attachment(self, name, profile=None, *, downlink=None, uplink=None, direction="both", duration=None, backend=None,
+                         **conditions):
         """Puts conditions on the attachment's spliced link (``linkcond apply … --name NAME``), given as for
-        :meth:`apply` (an attachment has one link, and takes no ``duration``)."""
+        :meth:`apply` (an attachment has one link: no ``link``); ``duration`` (``"30s"``) keeps them that long,
+        then puts back what was there."""
         body = _apply_body(profile, downlink, uplink, direction, conditions)
-        if backend is not None:
-            body["backend"] = backend
+        for key, value in (("for", duration), ("backend", backend)):
+            if value is not None:
+                body[key] = value
         return self.request("POST", "/v1/attachments/%s/apply" % self._name(name), body)
 
     def clear_attachment(self, name):

@@ -4,6 +4,7 @@
 import json
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -58,6 +59,12 @@ def test_an_attachment_is_conditioned_and_detached_as_it_was(client, target):
 
     assert client.apply_attachment(target.name, "edge")["profile"] == "edge"
     assert "rate 200kbit delay 440ms" in stage_texts(client.show_attachment(target.name))["uplink"]
+    timed = client.apply_attachment(target.name, "3g", duration="1s")
+    assert timed["profile"] == "3g" and timed["then"] == "edge" and timed["until"]
+    deadline = time.monotonic() + 5
+    while client.show_attachment(target.name)["link"]["profile"] != "edge" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert client.show_attachment(target.name)["link"]["profile"] == "edge", "edge did not come back after duration='1s'"
     cleared = client.clear_attachment(target.name)
     assert len(cleared["cleared"]) == 2
     assert client.show_attachment(target.name)["link"]["profile"] is None
