@@ -18,6 +18,22 @@ import Profiles
 ///
 ///   sudo .build/release/linkcond-bench engine jitter queues
 enum EngineFidelityBench {
+    /// The engine as shipped between the lab's ends, the profile model with `uplink` on the uplink and nothing
+    /// on the downlink, started and carrying traffic.
+    static func startEngine(_ lab: BenchLab, uplink: LinkConditions) throws -> EngineRuntime<DirectionEmulator> {
+        let runtime = try EngineRuntime(
+            wire: lab.ends!, uplink: DirectionEmulator(conditions: uplink, options: DirectionOptions(direction: .uplink)),
+            downlink: DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .downlink)))
+        do {
+            try runtime.start()
+            try EngineBench.waitForPath(lab)
+        } catch {
+            runtime.stop()
+            throw error
+        }
+        return runtime
+    }
+
     // MARK: jitter
 
     static let jitterDelay: UInt64 = 20_000_000
@@ -45,13 +61,8 @@ enum EngineFidelityBench {
     }
 
     static func jitter(rate: Int, lab: BenchLab) throws -> JitterRun {
-        let conditions = LinkConditions(delay: jitterDelay, jitter: jitterSpread, distribution: .normal)
-        let runtime = try EngineRuntime(
-            wire: lab.ends!, uplink: DirectionEmulator(conditions: conditions, options: DirectionOptions(direction: .uplink)),
-            downlink: DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .downlink)))
+        let runtime = try startEngine(lab, uplink: LinkConditions(delay: jitterDelay, jitter: jitterSpread, distribution: .normal))
         defer { runtime.stop() }
-        try runtime.start()
-        try EngineBench.waitForPath(lab)
         let result = try OneWayProbe.measure(
             client: lab.client, clientInterface: "wl0", serverNamespace: lab.router, serverInterface: "c-wl0", server: BenchLab.routerV4,
             port: 40_620, rate: rate, seconds: jitterSeconds, settle: 0.2)
@@ -114,13 +125,8 @@ enum EngineFidelityBench {
     }
 
     static func queue(_ name: String, _ queue: LinkQueue, lab: BenchLab, seconds: Double = 10) throws -> QueueRun {
-        let conditions = LinkConditions(rate: queueRate, delay: queueDelay, queue: queue)
-        let runtime = try EngineRuntime(
-            wire: lab.ends!, uplink: DirectionEmulator(conditions: conditions, options: DirectionOptions(direction: .uplink)),
-            downlink: DirectionEmulator(conditions: .unconditioned, options: DirectionOptions(direction: .downlink)))
+        let runtime = try startEngine(lab, uplink: LinkConditions(rate: queueRate, delay: queueDelay, queue: queue))
         defer { runtime.stop() }
-        try runtime.start()
-        try EngineBench.waitForPath(lab)
         let upload = ResultBox()
         let done = DispatchSemaphore(value: 0)
         let (client, router) = (lab.client, lab.router)
