@@ -65,6 +65,14 @@ public struct Attachment: Sendable {
         store.record(name) != .missing || !leftovers().isEmpty
     }
 
+    /// True when the attachment has a state file or a namespace by its name: ``exists`` without reading every
+    /// process's environment (what deciding whether a `--name` is an attachment or a sandbox costs every
+    /// command). Its engine never runs without a state file: attach writes each step before taking it, and
+    /// detach removes the file last.
+    public var isRecordedOrNamed: Bool {
+        store.record(name) != .missing || [wireNamespace, targetNamespace].contains(where: NamedNamespace.exists)
+    }
+
     /// The names of things of this attachment that exist by name: its namespaces, and marked processes.
     public func leftovers() -> [String] {
         [wireNamespace, targetNamespace].filter(NamedNamespace.exists)

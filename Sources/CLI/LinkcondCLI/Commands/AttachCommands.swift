@@ -7,7 +7,7 @@ import Sandboxing
 enum AttachCommands {
     /// The attachment `--name` names, when one of that name exists (a name is a sandbox's otherwise).
     static func named(_ parsed: ParsedCommand) -> Attachment? {
-        guard let name = parsed.value("name"), let attachment = try? Attachment(name: name), attachment.exists else { return nil }
+        guard let name = parsed.value("name"), let attachment = try? Attachment(name: name), attachment.isRecordedOrNamed else { return nil }
         return attachment
     }
 
