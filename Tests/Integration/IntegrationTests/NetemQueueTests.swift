@@ -93,6 +93,40 @@ final class NetemQueueTests: ConditioningTestCase {
         XCTAssertTrue(try measured.sandbox.down())
     }
 
+    /// Every queue the netem backend maps, applied in turn on the downlink (each a switch from the one
+    /// before) and on the uplink's two leaves, and read back from the kernel: the qdisc it maps to hangs
+    /// under a tbf under each netem, and `show` finds exactly what was sent (within the kernel's own
+    /// rounding: codel's 1024 ns units, pie's jiffies for `tupdate`) — the kernel took tc's encoding.
+    func testEveryMappedQueueIsInstalledAndReadBackAsSent() throws {
+        let measured = try makeMeasuredSandbox()
+        let table = MeasurementTable(kind, "queues on netem: installed and read back")
+        defer { table.print() }
+        for (queue, kind) in [
+            (#""64KiB""#, "bfifo"), (#""250ms""#, "bfifo"), (#"{"discipline": "drophead", "limit": "40 packets"}"#, "pfifo_head_drop"),
+            (#"{"discipline": "codel", "target": "2ms", "interval": "50ms", "limit": "300 packets"}"#, "codel"),
+            (#"{"discipline": "pie", "target": "20ms", "tupdate": "30ms", "alpha": 0.25, "beta": 2}"#, "pie"),
+            (#"{"discipline": "pie"}"#, "pie"),
+        ] {
+            let conditions = #"{"rate": "2mbit", "delay": "10ms", "queue": \#(queue)}"#
+            let profile = try ProfileParser.parse(
+                text: #"{"name": "q", "downlink": \#(conditions), "uplink": \#(conditions)}"#, source: "q.json")
+            _ = try measured.backend.apply(profile, links: nil)
+            for site in try measured.backend.installed() where site.site.link == "wifi" {
+                let stages = site.stages
+                for netem in stages where netem.kind == "netem" {
+                    let tbf = stages.first { $0.kind == "tbf" && $0.parent == netem.handle + "1" }
+                    let child = tbf.flatMap { tbf in stages.first { $0.parent == tbf.handle + "1" } }
+                    let direction = "\(site.site.direction.rawValue) \(netem.parent)"
+                    table.check(
+                        child?.kind == kind && netem.agreesWithRecord == true, queue, direction, expected: "netem → tbf → \(kind), agrees",
+                        measured: "\(child?.kind ?? "none"), \(netem.agreesWithRecord.map { $0 ? "agrees" : "differs" } ?? "-"): \(netem.text ?? "-")",
+                        "the kernel does not hold the queue as sent")
+                }
+            }
+        }
+        XCTAssertTrue(try measured.sandbox.down())
+    }
+
     /// The stages `show` reads back for the uplink of the wifi link.
     private func uplinkStages(_ measured: MeasuredSandbox) throws -> [InstalledSite.Stage] {
         let site = try XCTUnwrap(try measured.backend.installed().first { $0.site.direction == .uplink && $0.site.link == "wifi" })
