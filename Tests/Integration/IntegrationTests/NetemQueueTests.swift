@@ -17,11 +17,6 @@ final class NetemQueueTests: ConditioningTestCase {
 
     private var clientAddress: IPAddress { SandboxPlan.wifiSubnet.peerIPv4.address }
 
-    private func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
-    }
-
     /// One CUBIC upload at `rate 2mbit delay 50ms` for about 10 s with a probe every 20 ms beside it from its
     /// second second on (flent's RRUL in small), first behind netem's own DropTail of 1000 packets — the
     /// control, measured in the same test — then behind CoDel (target 5 ms, interval 100 ms), then the
@@ -48,24 +43,12 @@ final class NetemQueueTests: ConditioningTestCase {
             _ = try measured.backend.apply(profile, links: nil)
             if queue == "codel" { try checkTree(measured, table, codel: true) }
 
-            let transfer = ResultBox<CheckedTCPTransfer.Outcome>()
-            let done = DispatchSemaphore(value: 0)
-            let serverAddress = SandboxPlan.serverIPv4
-            Thread {
-                transfer.result = Result {
-                    try CheckedTCPTransfer.run(bytes: Int(2_000_000 / 8 * seconds), from: client, to: serverAddress, in: server, stall: 30, congestionControl: "cubic")
-                }
-                done.signal()
-            }.start()
-            Thread.sleep(forTimeInterval: 2 + 2 * delay)
-            let probes = try NumberedDatagrams(count: Int((seconds - 3) / 0.02), payload: 64, interval: 0.02)
-                .run(from: client, clientAddress, to: server, SandboxPlan.serverIPv4, drain: 1.5)
-            done.wait()
-            let outcome = try XCTUnwrap(transfer.result).get()
+            let flow = try ProbedBulkFlow.run(
+                bytes: Int(2_000_000 / 8 * seconds), from: client, clientAddress, to: server, SandboxPlan.serverIPv4,
+                settle: 2 + 2 * delay, probes: Int((seconds - 3) / 0.02), drain: 1.5, stall: 30)
+            let (outcome, probes) = (flow.transfer, flow.probes)
             XCTAssertTrue(outcome.intact, "\(queue): \(outcome)")
-            let oneWay = probes.arrivals.map(\.oneWay).sorted()
-            let p50 = median(oneWay)
-            let p95 = oneWay.isEmpty ? .nan : oneWay[oneWay.count * 95 / 100]
+            let (p50, p95) = (flow.p50, flow.p95)
             queueing[queue] = p50 - delay
             table.add(
                 queue, "uplink", expected: "delay 50ms",
