@@ -22,6 +22,13 @@ public struct QdiscOptions: Sendable {
         encodeOptions = encode
     }
 
+    /// A kind whose options another file encodes (the queue disciplines').
+    static func custom(
+        kind: String, arguments: @escaping @Sendable () -> String, encode: @escaping @Sendable (NetlinkMessageBuilder) -> Void
+    ) -> QdiscOptions {
+        QdiscOptions(kind: kind, arguments: arguments(), encode: encode)
+    }
+
     /// `KIND [arguments]`, as tc's command line has it.
     public var text: String { arguments.isEmpty ? kind : "\(kind) \(arguments)" }
 

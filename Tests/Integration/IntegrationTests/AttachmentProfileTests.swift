@@ -98,4 +98,27 @@ final class NetemAttachmentProfileTests: AttachmentProfileTests {
     func testProfileEdgeLossy() throws { try measureThroughAttachment(named: "edge-lossy") }
     func testProfileHighLatencyDns() throws { try measureThroughAttachment(named: "high-latency-dns") }
     func testProfileLossy() throws { try measureThroughAttachment(named: "lossy") }
+
+    /// A queue beyond netem's limit on the mirred wire: the same tree as on a sandbox (netem → tbf → codel on
+    /// both of the wire's egress sides), read back from the kernel as sent, and gone with a switch back to a
+    /// profile without one. (NetemQueueTests measures what the queue does.)
+    func testCoDelGoesUnderTheNetemOnTheWireToo() throws {
+        let (measured, _, attachment) = try makeMeasuredAttachment()
+        let codel = #"{"rate": "2mbit", "delay": "20ms", "queue": {"discipline": "codel"}}"#
+        for (name, conditions, child) in [("codel", codel, "codel"), ("plain", #"{"rate": "2mbit", "delay": "20ms"}"#, "none")] {
+            let profile = try ProfileParser.parse(text: #"{"name": "\#(name)", "downlink": \#(conditions), "uplink": \#(conditions)}"#, source: "\(name).json")
+            _ = try measured.backend.apply(profile, links: nil)
+            let sites = try measured.backend.installed()
+            XCTAssertEqual(sites.count, 2)
+            for site in sites {
+                let netem = try XCTUnwrap(site.stages.first { $0.kind == "netem" && ($0.parent == "root" || $0.parent == "1:1") }, "\(site.site)")
+                let tbf = site.stages.first { $0.kind == "tbf" && $0.parent == netem.handle + "1" }
+                let queue = tbf.flatMap { tbf in site.stages.first { $0.parent == tbf.handle + "1" } }
+                XCTAssertEqual(queue?.kind ?? "none", child, "\(name) on \(site.site): \(site.stages.map { "\($0.kind) \($0.handle) \($0.parent)" })")
+                XCTAssertEqual(netem.agreesWithRecord, true, "\(name) on \(site.site): \(netem.text ?? "-")")
+                XCTAssertEqual(netem.conditions?.rate, 2_000_000, "\(site.site)")
+            }
+        }
+        XCTAssertTrue(try attachment.detach().movedHome)
+    }
 }

@@ -38,10 +38,7 @@ final class EngineQueueTraceTests: ConditioningTestCase {
         ((state["counters"] as? [String: Any])?[key] as? NSNumber)?.intValue ?? -1
     }
 
-    private func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
-    }
+    private func median(_ values: [Double]) -> Double { ProbedBulkFlow.median(values) }
 
     // MARK: Queues
 
@@ -108,21 +105,12 @@ final class EngineQueueTraceTests: ConditioningTestCase {
         for (label, queue) in [("droptail", "\"1000 packets\""), ("codel", #"{"discipline": "codel"}"#)] {
             let conditions = try profile("bloat-\(label)", uplink: #""rate": "500kbit", "delay": "10ms", "queue": "# + queue)
             _ = try measured.backend.apply(conditions, links: nil)
-            let transfer = ResultBox<CheckedTCPTransfer.Outcome>()
-            let done = DispatchSemaphore(value: 0)
-            let serverAddress = SandboxPlan.serverIPv4
-            Thread {
-                transfer.result = Result { try CheckedTCPTransfer.run(bytes: 600_000, from: client, to: serverAddress, in: server, congestionControl: "cubic") }
-                done.signal()
-            }.start()
             // Probes from the second second on, when the flow has left slow start.
-            Thread.sleep(forTimeInterval: 2)
-            let probes = try NumberedDatagrams(count: 150, payload: 64, interval: 0.02)
-                .run(from: client, clientAddress, to: server, SandboxPlan.serverIPv4, drain: 1.0)
-            done.wait()
-            let outcome = try XCTUnwrap(transfer.result).get()
+            let flow = try ProbedBulkFlow.run(
+                bytes: 600_000, from: client, clientAddress, to: server, SandboxPlan.serverIPv4, settle: 2, probes: 150, drain: 1.0)
+            let (outcome, probes) = (flow.transfer, flow.probes)
             let state = try uplink(measured)
-            let probeMedian = median(probes.arrivals.map(\.oneWay))
+            let probeMedian = flow.p50
             let codelDrops = count(state, "codelDroppedFrames")
             table.add("transfer", "uplink", expected: "intact", measured: "\(outcome.receivedBytes) B in \(String(format: "%.1f", outcome.seconds)) s",
                       verdict: outcome.intact ? "ok" : "FAIL")
@@ -162,26 +150,13 @@ final class EngineQueueTraceTests: ConditioningTestCase {
                 var profile = preset
                 if queue == "codel" { profile.downlink.queue = LinkQueue(.codel(CoDelSettings())) }
                 _ = try measured.backend.apply(profile, links: nil)
-                let transfer = ResultBox<CheckedTCPTransfer.Outcome>()
-                let done = DispatchSemaphore(value: 0)
-                let clientAddress = clientAddress
-                Thread {
-                    transfer.result = Result {
-                        try CheckedTCPTransfer.run(
-                            bytes: Int(rate / 8 * seconds), from: server, to: clientAddress, in: client, stall: 30, congestionControl: "cubic", hashed: false)
-                    }
-                    done.signal()
-                }.start()
-                Thread.sleep(forTimeInterval: 2 + 2 * Double(preset.downlink.delay) / 1e9)
-                let probes = try NumberedDatagrams(count: Int((seconds - 3) / 0.02), payload: 64, interval: 0.02)
-                    .run(from: server, SandboxPlan.serverIPv4, to: client, clientAddress, drain: 1.5)
-                done.wait()
-                let outcome = try XCTUnwrap(transfer.result).get()
+                let flow = try ProbedBulkFlow.run(
+                    bytes: Int(rate / 8 * seconds), from: server, SandboxPlan.serverIPv4, to: client, clientAddress,
+                    settle: 2 + 2 * Double(preset.downlink.delay) / 1e9, probes: Int((seconds - 3) / 0.02), drain: 1.5, stall: 30, hashed: false)
+                let (outcome, probes) = (flow.transfer, flow.probes)
                 XCTAssertTrue(outcome.intact, "\(name) \(queue): \(outcome)")
-                let oneWay = probes.arrivals.map(\.oneWay).sorted()
                 let delay = Double(preset.downlink.delay) / 1e9
-                let p50 = median(oneWay)
-                let p95 = oneWay.isEmpty ? .nan : oneWay[oneWay.count * 95 / 100]
+                let (p50, p95) = (flow.p50, flow.p95)
                 queueing[queue] = p50 - delay
                 table.add(
                     "\(name) \(queue)", "downlink", expected: "delay \(MeasureFormat.ms(delay))",

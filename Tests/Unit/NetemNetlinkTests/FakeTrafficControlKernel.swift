@@ -39,13 +39,15 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
     var qdiscs: [Entry] = []
     var filters: [Filter] = []
     /// Qdisc kinds the "kernel" has (`sch_netem` missing is the host's case).
-    var kinds: Set<String> = ["netem", "prio", "pfifo", "noqueue"]
+    var kinds: Set<String> = ["netem", "prio", "pfifo", "noqueue", "tbf", "bfifo", "pfifo_head_drop", "codel", "pie"]
     /// Changes a stored qdisc's options, as a kernel that does not hold what it was sent.
     var tamper: ((inout Entry) -> Void)?
     /// Changes a filter as it is stored (and so as it is echoed and dumped).
     var tamperFilter: ((inout Filter) -> Void)?
     /// Acks a filter add without making the filter (no echo either): a filter that goes missing.
     var losesFilter: ((Filter) -> Bool)?
+    /// The MTU every link reports.
+    var mtu: UInt32 = 1500
     /// Hash table ids handed out per interface, as `cls_u32`'s per-qdisc counter does.
     private var nextTable: [Int32: UInt32] = [:]
 
@@ -82,7 +84,7 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
             info.ifi_index = index
             let reply = NetlinkTesting.message(
                 type: UInt16(RTM_NEWLINK), sequence: message.sequence, portID: port,
-                payload: rawBytes(of: info) + stringAttribute(UInt16(IFLA_IFNAME), name))
+                payload: rawBytes(of: info) + stringAttribute(UInt16(IFLA_IFNAME), name) + attribute(UInt16(IFLA_MTU), hostBytes(mtu)))
             return [reply] + acked(message)
         case Int32(RTM_GETQDISC):
             var dump: [UInt8] = []
@@ -178,10 +180,13 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
         let parent = TrafficControlHandle(rawValue: header.tcm_parent)
         let exclusive = message.flags & UInt16(NLM_F_EXCL) != 0
         if parent != .root {
-            guard let prio = qdiscs.first(where: { $0.index == index && $0.handle.major == parent.major && $0.kind == "prio" }) else {
+            guard let owner = qdiscs.first(where: { $0.index == index && $0.handle.major == parent.major && ["prio", "netem", "tbf"].contains($0.kind) })
+            else {
                 return refuse(message, ENOENT, "Failed to find specified qdisc")
             }
-            guard let bands = try? PrioOptions.decode(options: prio.options).bands, Int32(parent.minor) <= bands, parent.minor > 0 else {
+            // netem and tbf have one class (the kernel's netem_find and tbf_find answer any minor; linkcond sends :1).
+            let bands = owner.kind == "prio" ? (try? PrioOptions.decode(options: owner.options).bands) : 1
+            guard let bands, Int32(parent.minor) <= bands, parent.minor > 0 else {
                 return refuse(message, ENOENT, "Specified class not found")
             }
         }
@@ -191,20 +196,32 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
             qdiscs[current].options = options  // a change in place
             if kind == "prio", let bands = try? PrioOptions.decode(options: options).bands {
                 // Bands beyond the new count go, with their leaves (prio_tune).
-                qdiscs.removeAll { $0.index == index && $0.parent.major == handle.major && Int32($0.parent.minor) > bands }
+                removeSubtrees(index) { $0.parent.major == handle.major && Int32($0.parent.minor) > bands }
             }
         } else {
             if parent == .root {
                 qdiscs.removeAll { $0.index == index }
                 filters.removeAll { $0.index == index }
             } else {
-                qdiscs.removeAll { $0.index == index && $0.parent == parent }
+                removeSubtrees(index) { $0.parent == parent }
             }
             var entry = Entry(index: index, handle: handle, parent: parent, kind: kind, options: options)
             tamper?(&entry)
             qdiscs.append(entry)
         }
         return acked(message)
+    }
+
+    /// Removes the qdiscs of interface `index` that `matching` picks, with every qdisc below them (a grafted
+    /// qdisc's old tree goes with it, as `qdisc_put` destroys it).
+    private func removeSubtrees(_ index: Int32, _ matching: (Entry) -> Bool) {
+        var gone = Set(qdiscs.filter { $0.index == index && matching($0) }.map(\.handle.major))
+        while true {
+            let below = Set(qdiscs.filter { $0.index == index && gone.contains($0.parent.major) && $0.parent != .root }.map(\.handle.major))
+            if below.isSubset(of: gone) { break }
+            gone.formUnion(below)
+        }
+        qdiscs.removeAll { $0.index == index && gone.contains($0.handle.major) }
     }
 
     /// `RTM_NEWTFILTER` for `filter`, as `tcf_fill_node` writes a u32 knode: the handle, priority and

@@ -3,29 +3,12 @@ import Profiles
 import Sandboxing
 import XCTest
 
-/// What netem cannot do of the fidelity fields is refused before any netlink write: delay and loss traces,
-/// and queues other than a DropTail in packets; a DropTail in packets is netem's `limit`; an ordered jitter
+/// What netem cannot do of the fidelity fields is refused before any netlink write: delay and loss traces
+/// (queues: NetemQueueBackendTests); a DropTail in packets is netem's `limit`; an ordered jitter
 /// is installed as netem's own, and `show` says so.
 extension NetemBackendTests {
     private func profile(_ downlink: String, source: String = "fidelity.json") throws -> Profile {
         try ProfileParser.parse(text: #"{"name": "fidelity", "downlink": {"# + downlink + "}}", source: source)
-    }
-
-    func testQueuesOtherThanDropTailInPacketsAreRefusedBeforeAnyNetlinkWrite() throws {
-        for (members, words) in [
-            (#""rate": "1mbit", "queue": {"discipline": "codel"}"#, "a codel queue"),
-            (#""rate": "1mbit", "queue": "64KB""#, "a DropTail queue of 64KB"),
-            (#""rate": "1mbit", "queue": "250ms""#, "a DropTail queue of 250ms"),
-            (#""rate": "1mbit", "queue": {"discipline": "drophead", "limit": "10 packets"}"#, "a drophead queue"),
-        ] {
-            let lab = try makeLab()
-            XCTAssertThrowsError(try lab.backend.apply(try profile(members))) { error in
-                guard case SandboxError.unsupported(let detail) = error else { return XCTFail("\(error)") }
-                XCTAssertTrue(detail.contains("the downlink asks for \(words)"), detail)
-                XCTAssertTrue(detail.contains("--backend userspace"), detail)
-            }
-            XCTAssertEqual(lab.sentMessages, 0, "\(members): nothing sent")
-        }
     }
 
     func testADropTailQueueInPacketsIsNetemsLimit() throws {

@@ -49,6 +49,16 @@ import Sandboxing
 /// (``NetemClassification`` writes the filters of any target: IPv4 or IPv6 prefixes, TCP, UDP or ICMP —
 /// ICMPv6 on IPv6 —, ports; a port without a protocol means TCP and UDP.)
 ///
+/// A direction whose queue is more than netem's `limit` (a DropTail in bytes or time, DropHead, CoDel, PIE;
+/// see ``NetemStack``) gets, under each of its netems (which then has no rate), a tbf with the rate and the
+/// queue's qdisc under it, in the same datagram as the netem:
+///
+/// ```
+/// tc qdisc replace dev c-wl0 root handle 1: netem delay 50ms limit …
+/// tc qdisc replace dev c-wl0 parent 1:1 handle 101: tbf rate 2mbit burst 1514 limit …
+/// tc qdisc replace dev c-wl0 parent 101:1 handle 201: codel limit 1000 target 5ms interval 100ms
+/// ```
+///
 /// A switch grafts a *new* netem qdisc (alternating handles) in place of each old one. The graft is
 /// atomic, so there is never a moment without conditions, and the new qdisc starts from exactly the
 /// profile's parameters (changing a netem qdisc in place would keep attributes the request leaves out,
@@ -158,10 +168,10 @@ public struct NetemBackend: ConditioningBackend {
         let tables = { (name: String) throws(RouteNetlinkError) -> [Int16] in try memory.distribution(name) }
         let plan = try Self.wrap { () throws(RouteNetlinkError) in
             NetemPlan(
-                uplink: try NetemMapping.parameters(for: profile.uplink, distributions: tables),
-                uplinkDNS: try NetemMapping.parameters(for: profile.uplink, extraDelay: profile.dnsDelay, distributions: tables),
-                uplinkDNSOnly: try NetemMapping.parameters(for: .unconditioned, extraDelay: profile.dnsDelay, distributions: tables),
-                downlink: try NetemMapping.parameters(for: profile.downlink, distributions: tables),
+                uplink: try NetemMapping.stack(for: profile.uplink, distributions: tables),
+                uplinkDNS: try NetemMapping.stack(for: profile.uplink, extraDelay: profile.dnsDelay, distributions: tables),
+                uplinkDNSOnly: try NetemMapping.stack(for: .unconditioned, extraDelay: profile.dnsDelay, distributions: tables),
+                downlink: try NetemMapping.stack(for: profile.downlink, distributions: tables),
                 targets: profile.targets)
         }
         let sites = Self.sites(of: sandbox.topology, state: try transaction.upState(), links: links)
@@ -226,12 +236,13 @@ public struct NetemBackend: ConditioningBackend {
                     var agrees: Bool?
                     var notes: [String] = []
                     if qdisc.kind == "netem" {
-                        let read = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
-                        conditions = NetemMapping.conditions(from: read)
-                        limit = read.limit
+                        let own = qdiscs.filter { $0.interfaceIndex == index }
+                        let read = try Self.wrap { () throws(RouteNetlinkError) in try NetemStackReading(netem: qdisc, among: own, clock: clock) }
+                        conditions = read.conditions
+                        limit = read.netem.limit
                         if let expected = recorded.flatMap({ Self.expectedConditions(of: $0, site: site, parent: qdisc.parent) }) {
-                            let sent = try? NetemMapping.parameters(for: expected.conditions, extraDelay: expected.extraDelay, distributions: { _ in [] })
-                            agrees = sent.map { NetemDescription.differences(sent: $0, read: read, clock: clock).isEmpty } ?? false
+                            let sent = try? NetemMapping.stack(for: expected.conditions, extraDelay: expected.extraDelay, distributions: { _ in [] })
+                            agrees = sent.map { read.differences(sent: $0, frame: nil, clock: clock).isEmpty } ?? false
                             if agrees == true {
                                 var shown = expected.conditions
                                 shown.delay += expected.extraDelay
@@ -321,9 +332,9 @@ public struct NetemBackend: ConditioningBackend {
             guard !netems.isEmpty else { return false }
             for qdisc in netems {
                 guard let place = Self.expectedConditions(of: profile, site: site, parent: qdisc.parent),
-                    let read = try? NetemParameters.decode(options: qdisc.options, clock: clock),
-                    let sent = try? NetemMapping.parameters(for: place.conditions, extraDelay: place.extraDelay, distributions: { _ in [] }),
-                    NetemDescription.differences(sent: sent, read: read, clock: clock).isEmpty
+                    let read = try? NetemStackReading(netem: qdisc, among: qdiscs, clock: clock),
+                    let sent = try? NetemMapping.stack(for: place.conditions, extraDelay: place.extraDelay, distributions: { _ in [] }),
+                    read.differences(sent: sent, frame: nil, clock: clock).isEmpty
                 else { return false }
             }
         }

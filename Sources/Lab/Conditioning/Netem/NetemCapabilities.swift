@@ -3,8 +3,9 @@ import Sandboxing
 
 extension NetemBackend {
     /// Refuses what netem cannot do, before anything touches the kernel: a trace-driven direction (a delivery,
-    /// delay or loss trace: netem has none; the userspace engine replays them), a queue other than a DropTail
-    /// in packets (netem's `limit`), and more targets than one filter priority range holds.
+    /// delay or loss trace: netem has none; the userspace engine replays them), a queue the kernel's qdiscs
+    /// cannot hold (``NetemMapping/queueQdisc(for:)``: RED, a DropHead, CoDel or PIE limit in bytes, odd units,
+    /// a queue beyond netem's `limit` without a rate), and more targets than one filter priority range holds.
     ///
     /// Targets are netem's too: u32 filters in front of the netem bands match the far end's prefix, protocol
     /// and port (``NetemClassification``), with the userspace engine's semantics, except that the port
@@ -17,9 +18,10 @@ extension NetemBackend {
             where trace {
                 throw .unsupported(detail: "profile '\(profile.name)': the \(name) follows \(what), which netem cannot replay; \(engine)")
             }
-            if let queue = conditions.queue, !(queue.discipline == .dropTail && queue.limit.isPackets) {
-                let what = queue.discipline == .dropTail ? "a DropTail queue of \(queue.limit)" : "a \(queue.discipline.name) queue"
-                throw .unsupported(detail: "profile '\(profile.name)': the \(name) asks for \(what); netem's own queue is a DropTail in packets (its 'limit'), and linkcond does not yet graft other queues under netem; \(engine)")
+            do {
+                _ = try NetemMapping.queueQdisc(for: conditions)
+            } catch {
+                throw .unsupported(detail: "profile '\(profile.name)': the \(name) asks for \(error.what), which the netem backend cannot install: \(error.why); or \(engine)")
             }
         }
         let filters = NetemShape.rules(.uplink, targets: profile.targets).count

@@ -48,14 +48,18 @@ final class NetemMemory: Sendable {
     private static func key(_ site: ConditionSite) -> String { "\(site.namespace)/\(site.interface)" }
 }
 
-/// The netem parameters and the targets one apply puts on the wire.
+/// The netem leaves (each with its tbf and queue, if any) and the targets one apply puts on the wire.
 struct NetemPlan: Sendable {
-    var uplink: NetemParameters
-    var uplinkDNS: NetemParameters
+    var uplink: NetemStack
+    var uplinkDNS: NetemStack
     /// The DNS delay alone: DNS queries outside the targets.
-    var uplinkDNSOnly: NetemParameters
-    var downlink: NetemParameters
+    var uplinkDNSOnly: NetemStack
+    var downlink: NetemStack
     var targets: [TrafficTarget]
+
+    /// Whether `direction`'s leaves have a tbf and a queue under their netem (the installer then reads the
+    /// site's MTU). The uplink's DNS leaf has one exactly when its main leaf has; the DNS delay alone never.
+    func hasQueue(_ direction: LinkMeasurement.Direction) -> Bool { (direction == .uplink ? uplink : downlink).queue != nil }
 }
 
 /// Installs a plan on the sites of one namespace with one batch (grafts, filters, read-back dump), verifies
@@ -65,7 +69,9 @@ struct NetemPlan: Sendable {
 /// at every moment in between (the kernel handles a batch's requests one after the other, and packets
 /// flow between them):
 /// 1. the prio grows (or is made) with the priomap it had (0 when new);
-/// 2. new netem leaves are grafted in place of the old ones, and the pfifo is put in the untouched band;
+/// 2. new netem leaves are grafted in place of the old ones (each followed by its tbf and queue, when the
+///    direction has a queue beyond netem's `limit`: see ``NetemStack``), and the pfifo is put in the
+///    untouched band;
 /// 3. the new filters are added, first to last, in the filter priority range the old ones are not in,
 ///    each with `NLM_F_ECHO` so the kernel reports it back in the same datagram;
 /// 4. the priomap changes when the default band does (targets or none);
@@ -73,8 +79,9 @@ struct NetemPlan: Sendable {
 ///    after the last one remembered is deleted too, which the kernel must refuse (`ENOENT`): a sentinel
 ///    that finds filters another process left there;
 /// 6. the prio shrinks when bands are no longer used;
-/// then one dump reads every qdisc back. Every netem, prio and pfifo is compared with the dump, every
-/// filter with what the kernel echoed.
+/// then one dump reads every qdisc back. Every netem (with its tbf and queue), prio and pfifo is compared
+/// with the dump, every filter with what the kernel echoed. A site with a queue under its netem has its MTU
+/// read first (`ip link show dev IF`, one request), so the tbf's bucket holds a whole frame.
 struct NetemInstaller {
     let client: RouteNetlinkClient
     let sites: [ConditionSite]
@@ -95,12 +102,23 @@ struct NetemInstaller {
         var changes: [TrafficControlChange] = []
         var roles: [Role] = []
         var after = NetemSiteTree()
+        /// The largest frame of the site's interface, for the tbf's bucket.
+        var frame = NetemMapping.ethernetFrame
         /// The filters added, with their priorities.
         var filters: [U32Filter] = []
 
         mutating func add(_ change: TrafficControlChange, _ role: Role = .required) {
             changes.append(change)
             roles.append(role)
+        }
+
+        /// Grafts a new netem `handle` under `parent`, then its tbf and queue (see ``NetemStack``).
+        mutating func graft(_ stack: NetemStack, handle: TrafficControlHandle, parent: TrafficControlHandle, interface: String, clock: PacketSchedulerClock) {
+            add(.replaceQdisc(interface: interface, handle: handle, parent: parent, options: .netem(stack.netem, clock: clock), graft: true))
+            guard let queue = stack.queue, let bucket = stack.bucket(frame: frame) else { return }
+            let handles = NetemStack.handles(under: handle)
+            add(.replaceQdisc(interface: interface, handle: handles.bucket, parent: NetemStack.childClass(of: handle), options: .tbf(bucket), graft: true))
+            add(.replaceQdisc(interface: interface, handle: handles.queue, parent: NetemStack.childClass(of: handles.bucket), options: queue.options, graft: true))
         }
     }
 
@@ -129,8 +147,15 @@ struct NetemInstaller {
             trees = try read(after: nil)
             fresh = true
         }
+        let frames = try sites.map { site throws(SandboxError) in
+            guard plan.hasQueue(site.direction) else { return NetemMapping.ethernetFrame }
+            let mtu = try Self.wrap { () throws(RouteNetlinkError) in try client.link(named: site.interface).mtu }
+            return mtu == 0 ? NetemMapping.ethernetFrame : max(NetemMapping.ethernetFrame, mtu + 14)
+        }
         while true {
-            let plans = try Self.wrap { () throws(RouteNetlinkError) in try zip(sites, trees).map { site, tree throws(RouteNetlinkError) in try planSite(site, tree, fresh: fresh) } }
+            let plans = try Self.wrap { () throws(RouteNetlinkError) in
+                try zip(zip(sites, trees), frames).map { pair, frame throws(RouteNetlinkError) in try planSite(pair.0, pair.1, frame: frame, fresh: fresh) }
+            }
             let reply = try Self.wrap { () throws(RouteNetlinkError) in try client.send(plans.flatMap(\.changes), readingBack: true) }
             var stale = false
             var refusal: RouteNetlinkError?
@@ -174,8 +199,9 @@ struct NetemInstaller {
     // MARK: Planning
 
     /// The batch for one site, from what it holds (`tree`) to the plan.
-    private func planSite(_ site: ConditionSite, _ tree: NetemSiteTree, fresh: Bool) throws(RouteNetlinkError) -> SitePlan {
+    private func planSite(_ site: ConditionSite, _ tree: NetemSiteTree, frame: UInt32, fresh: Bool) throws(RouteNetlinkError) -> SitePlan {
         var result = SitePlan()
+        result.frame = frame
         let direction = site.direction
         let interface = site.interface
         let targeted = !plan.targets.isEmpty
@@ -183,7 +209,7 @@ struct NetemInstaller {
             // Grafted at the root: whatever was there (an older netem, the prio tree with its filters) goes
             // in one step, and the new netem conditions everything from that moment.
             let handle = Self.next(Shape.rootHandles, after: tree.prio == nil ? tree.root : nil)
-            result.add(.replaceQdisc(interface: interface, handle: handle, parent: .root, options: .netem(plan.downlink, clock: clock), graft: true))
+            result.graft(plan.downlink, handle: handle, parent: .root, interface: interface, clock: clock)
             result.after = NetemSiteTree(root: handle)
             return result
         }
@@ -214,18 +240,13 @@ struct NetemInstaller {
         // 2. The leaves.
         var after = NetemSiteTree(root: prioHandle, prio: Shape.prioOptions(bands: wantedBands, band: defaultBand))
         after.main = Self.next(Shape.mainLeafHandles, after: known.main)
-        result.add(.replaceQdisc(
-            interface: interface, handle: after.main!, parent: Shape.main(direction),
-            options: .netem(direction == .uplink ? plan.uplink : plan.downlink, clock: clock), graft: true))
+        result.graft(direction == .uplink ? plan.uplink : plan.downlink, handle: after.main!, parent: Shape.main(direction), interface: interface, clock: clock)
         if direction == .uplink {
             after.dns = Self.next(Shape.dnsLeafHandles, after: known.dns)
-            result.add(.replaceQdisc(
-                interface: interface, handle: after.dns!, parent: Shape.uplinkDNS, options: .netem(plan.uplinkDNS, clock: clock), graft: true))
+            result.graft(plan.uplinkDNS, handle: after.dns!, parent: Shape.uplinkDNS, interface: interface, clock: clock)
             if targeted {
                 after.dnsOnly = Self.next(Shape.dnsOnlyLeafHandles, after: known.dnsOnly)
-                result.add(.replaceQdisc(
-                    interface: interface, handle: after.dnsOnly!, parent: Shape.uplinkDNSOnly, options: .netem(plan.uplinkDNSOnly, clock: clock),
-                    graft: true))
+                result.graft(plan.uplinkDNSOnly, handle: after.dnsOnly!, parent: Shape.uplinkDNSOnly, interface: interface, clock: clock)
             }
         }
         if targeted {
@@ -343,7 +364,7 @@ struct NetemInstaller {
         let own = reply.qdiscs.filter { $0.interfaceIndex == index }
         let expected = sitePlan.after
         func mismatch(_ difference: String) -> SandboxError { .conditionsMismatch(site: site.description, differences: [difference]) }
-        var checks: [(TrafficControlHandle, TrafficControlHandle, NetemParameters)] = []
+        var checks: [(TrafficControlHandle, TrafficControlHandle, NetemStack)] = []
         if let prio = expected.prio {
             let handle = Shape.prio(site.direction)
             guard let root = own.first(where: { $0.parent == .root }), root.kind == "prio", root.handle == handle else {
@@ -371,8 +392,8 @@ struct NetemInstaller {
             guard let qdisc = own.first(where: { $0.handle == handle }), qdisc.kind == "netem", qdisc.parent == parent else {
                 throw mismatch("no netem qdisc \(handle) under \(parent) after installing it")
             }
-            let read = try Self.wrap { () throws(RouteNetlinkError) in try NetemParameters.decode(options: qdisc.options, clock: clock) }
-            let differences = NetemDescription.differences(sent: sent, read: read, clock: clock)
+            let read = try Self.wrap { () throws(RouteNetlinkError) in try NetemStackReading(netem: qdisc, among: own, clock: clock) }
+            let differences = read.differences(sent: sent, frame: sitePlan.frame, clock: clock)
             if !differences.isEmpty {
                 throw SandboxError.conditionsMismatch(site: site.description, differences: differences)
             }
