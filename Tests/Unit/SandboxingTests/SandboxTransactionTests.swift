@@ -71,11 +71,13 @@ final class SandboxTransactionTests: XCTestCase {
 
     func testALookTakesNoLockAndCannotWrite() throws {
         let store = try makeStore()
-        try store.save(upState("d"))
+        // The state saved, not another made later: its creation time is stamped to the second.
+        let saved = upState("d")
+        try store.save(saved)
         let sandbox = Sandbox(topology: try SandboxTopology(name: "d"), store: store)
         let writer = try sandbox.transaction(for: "run tunnel")
         let look = sandbox.look()
-        XCTAssertEqual(try look.upState(), upState("d"), "a look reads while another command holds the lock")
+        XCTAssertEqual(try look.upState(), saved, "a look reads while another command holds the lock")
         XCTAssertThrowsError(try look.save(upState("d"))) { error in
             XCTAssertTrue("\(error)".contains("only looks"), "\(error)")
         }
