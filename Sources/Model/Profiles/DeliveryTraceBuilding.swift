@@ -77,19 +77,7 @@ extension DeliveryTrace {
                 problem: "the rates add up to \(Int(opportunities.rounded())) delivery opportunities of 1500 bytes",
                 expected: "at most \(Self.maximumOpportunities) (a trace file of up to 64 MiB, what a profile reads): a shorter trace, or lower rates (it repeats)")
         }
-        let bitsPerOpportunity = UInt64(Self.bytesPerOpportunity * 8)
-        var milliseconds: [UInt32] = []
-        var credit: UInt64 = 0  // bit·milliseconds / 1000, i.e. bits × 1000 to keep rates exact
-        var row = 0
-        for millisecond in 1...max(1, endMillisecond) {
-            let instant = (millisecond - 1) * 1_000_000
-            while row + 1 < rows.count && rows[row + 1].start <= instant { row += 1 }
-            credit += rows[row].rate  // one millisecond at `rate` bits/s is rate/1000 bits
-            while credit >= bitsPerOpportunity * 1000 {
-                credit -= bitsPerOpportunity * 1000
-                milliseconds.append(UInt32(millisecond))
-            }
-        }
+        var milliseconds = Self.opportunities(rows: rows.map { ($0.start, $0.rate) }, endMillisecond: max(1, endMillisecond))
         guard !milliseconds.isEmpty else {
             throw EmulationInputError(
                 .outOfRange, source: source, problem: "the rates never add up to one 1500-byte opportunity",
@@ -97,6 +85,40 @@ extension DeliveryTrace {
         }
         milliseconds[milliseconds.count - 1] = UInt32(endMillisecond)
         try self.init(milliseconds: milliseconds)
+    }
+
+    /// The millisecond of each delivery opportunity for `rows` (start in nanoseconds, rate in bits per second;
+    /// the first at 0, in increasing order) over milliseconds 1…`endMillisecond`: millisecond m runs at the rate
+    /// of the last row started by its beginning, (m − 1) ms, and adds rate / 1000 bits of credit; each 1500
+    /// bytes of credit is an opportunity at m. Worked out row by row, one step per opportunity rather than per
+    /// millisecond: a slow rate over days is a few steps, not billions (a fuzzer found a 7-day trace at
+    /// 12 bit/s taking minutes).
+    static func opportunities(rows: [(start: UInt64, rate: UInt64)], endMillisecond: UInt64) -> [UInt32] {
+        let threshold = UInt64(bytesPerOpportunity * 8) * 1000  // credit is in bits × 1000, to keep rates exact
+        var milliseconds: [UInt32] = []
+        var credit: UInt64 = 0
+        // The first millisecond at each row's rate: the first m with (m − 1) ms ≥ its start.
+        func firstMillisecond(_ start: UInt64) -> UInt64 { start / 1_000_000 + (start % 1_000_000 == 0 ? 0 : 1) + 1 }
+        for (index, row) in rows.enumerated() where row.rate > 0 {
+            var millisecond = firstMillisecond(row.start)
+            let last = min(endMillisecond, index + 1 < rows.count ? firstMillisecond(rows[index + 1].start) - 1 : endMillisecond)
+            while millisecond <= last {
+                // The millisecond whose credit reaches the next opportunity (credit < threshold here).
+                let needed = (threshold - credit + row.rate - 1) / row.rate
+                let reached = millisecond + needed - 1
+                if reached > last {
+                    credit += row.rate * (last - millisecond + 1)
+                    break
+                }
+                credit += row.rate * needed
+                while credit >= threshold {
+                    credit -= threshold
+                    milliseconds.append(UInt32(reached))
+                }
+                millisecond = reached + 1
+            }
+        }
+        return milliseconds
     }
 
     /// The most opportunities ``init(rateCSV:source:)`` writes: with up to 7 digits a line, the trace stays

@@ -206,9 +206,12 @@ final class EngineQueueTraceTests: ConditioningTestCase {
         let outside = (0..<160).filter { sent($0) < 0.220 || sent($0) > 0.430 }
         let lostInside = inside.filter { !arrived.contains($0) }.count
         let lostOutside = outside.filter { !arrived.contains($0) }.count
-        table.check(lostInside == inside.count && lostOutside == 0 && count(state, "lostFrames") == 160 - arrived.count, "loss", "uplink",
+        // Every probe lost is counted; the count may also hold frames of the client's own (neighbour discovery,
+        // MLD: once, an extra frame fell in the loss window) but never more than the frames besides the probes.
+        let (lostProbes, counted, others) = (160 - arrived.count, count(state, "lostFrames"), count(state, "offeredFrames") - 160)
+        table.check(lostInside == inside.count && lostOutside == 0 && counted >= lostProbes && counted - lostProbes <= max(others, 0), "loss", "uplink",
                     expected: "inside 100% lost, outside 0, all counted",
-                    measured: "inside \(lostInside)/\(inside.count), outside \(lostOutside), \(count(state, "lostFrames")) counted of \(160 - arrived.count)",
+                    measured: "inside \(lostInside)/\(inside.count), outside \(lostOutside), \(counted) counted of \(lostProbes) probes (\(others) other frames offered)",
                     "the loss did not follow the trace, or the engine miscounted")
         XCTAssertTrue(try measured.sandbox.down())
     }

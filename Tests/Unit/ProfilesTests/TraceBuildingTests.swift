@@ -29,6 +29,56 @@ final class TraceBuildingTests: XCTestCase {
         XCTAssertEqual(trace.summary.meanRate, 4_500_000, accuracy: 0.5)
     }
 
+    /// The rule as the trace builder states it, one millisecond at a time: millisecond m runs at the rate of
+    /// the last row started by (m − 1) ms and adds rate/1000 bits; each 12 000 bits is an opportunity at m.
+    private func referenceOpportunities(rows: [(start: UInt64, rate: UInt64)], endMillisecond: UInt64) -> [UInt32] {
+        var result: [UInt32] = []
+        var credit: UInt64 = 0
+        var row = 0
+        for millisecond in 1...endMillisecond {
+            while row + 1 < rows.count && rows[row + 1].start <= (millisecond - 1) * 1_000_000 { row += 1 }
+            credit += rows[row].rate
+            while credit >= 12_000_000 {
+                credit -= 12_000_000
+                result.append(UInt32(millisecond))
+            }
+        }
+        return result
+    }
+
+    func testOpportunitiesWorkedOutRowByRowAreTheOnesMillisecondByMillisecond() {
+        // Rows at whole and fractional milliseconds (several within one), zero rates, slow and fast rates.
+        var generator = SplitMix(seed: 0x7ace)
+        for _ in 0..<300 {
+            var rows: [(start: UInt64, rate: UInt64)] = [(0, 0)]
+            var start: UInt64 = 0
+            for _ in 0..<Int(generator.next() % 6) {
+                start += generator.next() % 3 == 0 ? generator.next() % 1_000_000 + 1 : (generator.next() % 400 + 1) * 1_000_000 + generator.next() % 2 * 250_000
+                rows.append((start, 0))
+            }
+            for index in rows.indices {
+                switch generator.next() % 4 {
+                case 0: rows[index].rate = 0
+                case 1: rows[index].rate = generator.next() % 50_000 + 1
+                case 2: rows[index].rate = generator.next() % 30_000_000 + 1
+                default: rows[index].rate = (generator.next() % 5 + 1) * 12_000_000
+                }
+            }
+            let end = start / 1_000_000 + generator.next() % 500 + 1
+            XCTAssertEqual(DeliveryTrace.opportunities(rows: rows, endMillisecond: end), referenceOpportunities(rows: rows, endMillisecond: end), "\(rows), end \(end)")
+        }
+    }
+
+    func testASlowRateOverDaysIsBuiltWithoutVisitingEveryMillisecond() throws {
+        // The fuzzer's input (Fuzz/regressions/delivery-trace): 12 bit/s for 300,030 s, then 0 for as long —
+        // 600 million milliseconds, which the builder used to visit one by one.
+        let trace = try DeliveryTrace(rateCSV: "tq2time,rate\n0,12\n300030,0\n")
+        // 12 bit/s × 300,030 s = 3,600,360 bits: 300 opportunities, one every 1000 s.
+        XCTAssertEqual(trace.milliseconds.count, 300)
+        XCTAssertEqual(trace.milliseconds.first, 1_000_000)
+        XCTAssertEqual(trace.periodMilliseconds, 600_060_000)
+    }
+
     func testTheTraceReadsBackFromItsText() throws {
         let trace = try DeliveryTrace(rateCSV: "0,5mbit\n0.5,1500kbit\n1,20mbit\n")
         XCTAssertEqual(try DeliveryTrace(parsing: trace.text), trace)
@@ -73,5 +123,18 @@ final class TraceBuildingTests: XCTestCase {
         XCTAssertTrue(escape.contains("\\u001B[31mred") && !escape.contains("\u{1b}"), escape)
         let long = problem("0,1mbit\n" + String(repeating: "x", count: 10_000) + ",1\n") ?? ""
         XCTAssertLessThan(long.count, 400, "a long line is cut in the message")
+    }
+}
+
+/// A small deterministic generator for the equivalence test (SplitMix64).
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
