@@ -72,6 +72,12 @@ struct ContainerLikeTopology {
             try app.setSysctl("net.ipv4.conf.eth0.arp_announce", "2")
             try app.setSysctl("net.ipv6.conf.eth0.hop_limit", "42")
         }
+        // Made means running: each veth end operationally up (the kernel's link watch marks it a moment after
+        // the carrier, later in the VM, and adds its link-local address then), so a snapshot taken next shows
+        // the topology as it stays (a VM run once took one with eth0 still NO-CARRIER).
+        for (links, name) in [(appLinks, "eth0"), (serverLinks, "eth0"), (gatewayLinks, "app0"), (gatewayLinks, "srv0")] {
+            XCTAssertTrue(try eventually(timeout: 5) { try links.link(named: name).operationalState == .up }, "\(name) is not operationally up")
+        }
         return ContainerLikeTopology(app: app, gateway: gateway, server: server)
     }
 }
