@@ -71,11 +71,15 @@ public struct NamedNamespace: Sendable, Hashable {
     /// a mount point yet), an empty file `/run/netns/NAME` is created, and a fresh thread unshares its
     /// network namespace and bind-mounts `/proc/thread-self/ns/net` onto that file. If anything fails,
     /// nothing is left behind.
-    public static func create(_ name: String) throws(NamespaceError) -> NamedNamespace {
+    ///
+    /// `preparing` runs on that thread, in the new namespace, before it gets its name: what it does (a mark
+    /// of ownership, say) is there whenever the name is; when it throws, the namespace is never named.
+    public static func create(_ name: String, preparing: (() throws -> Void)? = nil) throws(NamespaceError) -> NamedNamespace {
         let namespace = try makeMountPoint(name)
         let path = namespace.path
         do {
             try NamespaceThread.runInNewNamespace { () throws in
+                try preparing?()
                 if mount("/proc/thread-self/ns/net", path, "none", UInt(MS_BIND), nil) != 0 {
                     throw NamespaceError.system(operation: "bind-mount the new namespace onto \(path)", errno: errno)
                 }

@@ -46,6 +46,8 @@ public struct Link: Sendable, Equatable {
     public var linkNamespaceID: Int32?
     /// `IFLA_TXQLEN`: the transmit queue length (`qlen`/`txqlen` in `ip link`).
     public var transmitQueueLength: UInt32?
+    /// `IFLA_IFALIAS`: the link's alias (`alias` in `ip link`), nil when it has none.
+    public var alias: String?
 
     /// A value with these fields.
     public init(
@@ -100,6 +102,7 @@ public struct Link: Sendable, Equatable {
             case IFLA_LINK: link.linkIndex = attributes.int32()
             case IFLA_LINK_NETNSID: link.linkNamespaceID = attributes.int32()
             case IFLA_TXQLEN: link.transmitQueueLength = attributes.uint32()
+            case IFLA_IFALIAS: link.alias = attributes.string()
             case IFLA_LINKINFO:
                 var info = attributes.nested()
                 while info.next() {

@@ -88,6 +88,15 @@ public enum LinkRequest {
         return message
     }
 
+    /// `ip link set dev NAME alias ALIAS`: `IFLA_IFALIAS`, sent as iproute2 sends it (the text without its
+    /// terminating NUL; the kernel stores up to 255 bytes).
+    public static func setAlias(index: Int32, _ alias: String) -> NetlinkMessageBuilder {
+        let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: 0)
+        message.putStruct(ifinfo(index: index))
+        message.put(UInt16(IFLA_IFALIAS), bytes: Array(alias.utf8))
+        return message
+    }
+
     /// `ip link set dev NAME netns NS`, with `namespaceFD` an open descriptor of `/run/netns/NS`.
     public static func move(index: Int32, toNamespaceFD namespaceFD: Int32) -> NetlinkMessageBuilder {
         let message = NetlinkMessageBuilder(type: UInt16(RTM_NEWLINK), flags: 0)

@@ -211,6 +211,11 @@ public final class RouteNetlinkClient: Sendable {
         try send(on: name, "\(ipPrefix) link set dev \(name) \(up ? "up" : "down")") { LinkRequest.setUp(index: $0, up) }
     }
 
+    /// Sets a link's alias (at most 255 bytes). Equivalent to `ip link set dev NAME alias ALIAS`.
+    public func setAlias(_ alias: String, on name: String) throws(RouteNetlinkError) {
+        try send(on: name, "\(ipPrefix) link set dev \(name) alias \(alias)") { LinkRequest.setAlias(index: $0, alias) }
+    }
+
     /// Renames a link. Equivalent to `ip link set dev NAME name NEWNAME` (older kernels want the link down first).
     public func renameLink(_ name: String, to newName: String) throws(RouteNetlinkError) {
         try Self.checkName(newName)

@@ -55,6 +55,13 @@ extension Attachment {
             try transaction.save(state)
             progress(text)
         }
+        // A wire by the name that is not this attachment's (another store's attachment of the same name, made
+        // since this one's was deleted by hand) is not touched, and nothing else either.
+        let wireOwner = NamespaceMark.owner(of: record.wireNamespace, marker: marker)
+        guard wireOwner.isRemovable else {
+            throw .unsupported(
+                detail: "attachment '\(name)': its wire \(record.wireNamespace) is \(NamespaceMark.whose(wireOwner)), not this attachment's; nothing was changed")
+        }
         let target = reachTarget(record, &report)
         // A plain file where the wire's namespace should be (a crash while it was made) is a leftover, not a wire.
         let wire = (try? NamedNamespace(existing: record.wireNamespace)).flatMap { $0.isMounted ? $0 : nil }
@@ -120,8 +127,11 @@ extension Attachment {
         }
 
         try step("detach: removing the wire")
-        for namespace in [record.wireNamespace, record.targetNamespace] where (try? NamedNamespace.removeLeftovers(of: namespace)) == true {
-            report.removedNamespaces.append(namespace)
+        if (try? NamedNamespace.removeLeftovers(of: record.wireNamespace)) == true { report.removedNamespaces.append(record.wireNamespace) }
+        if isTargetName(record) {
+            if (try? NamedNamespace.removeLeftovers(of: record.targetNamespace)) == true { report.removedNamespaces.append(record.targetNamespace) }
+        } else {
+            report.notes.append("left \(record.targetNamespace): it names a namespace other than \(record.target.description)")
         }
         TargetClaim.release(record.target.identity, for: name, store: store)
         store.remove(name)
@@ -133,7 +143,12 @@ extension Attachment {
     /// The target namespace by the name linkcond gave it; when that name is gone (deleted by hand) but the
     /// namespace still exists under the path it was found as, it is named again.
     private func reachTarget(_ record: AttachmentRecord, _ report: inout DetachReport) -> NamedNamespace? {
-        if let named = try? NamedNamespace(existing: record.targetNamespace), named.isMounted { return named }
+        if let named = try? NamedNamespace(existing: record.targetNamespace), named.isMounted,
+            NamespaceIdentity(path: named.path) == record.target.identity
+        {
+            return named
+        }
+        guard isTargetName(record) else { return nil }
         guard NamespaceIdentity(path: record.target.path) == record.target.identity,
             let file = try? FileDescriptor.open(record.target.path, .readOnly)
         else { return nil }
@@ -142,6 +157,13 @@ extension Attachment {
         // A plain file in its place (a crash while naming it) goes first.
         if NamedNamespace.exists(record.targetNamespace) { _ = try? NamedNamespace.removeLeftovers(of: record.targetNamespace) }
         return try? NamedNamespace.bind(record.targetNamespace, to: file)
+    }
+
+    /// True when the target's name may be removed or named again: nothing is there, a plain file (a crash
+    /// while naming it), or a name of the very namespace the record found as the target.
+    private func isTargetName(_ record: AttachmentRecord) -> Bool {
+        guard let named = try? NamedNamespace(existing: record.targetNamespace), named.isMounted else { return true }
+        return NamespaceIdentity(path: named.path) == record.target.identity
     }
 
     /// True when the target's `interface` is linkcond's stand-in: a veth whose peer is the wire's end, in the
@@ -161,6 +183,11 @@ extension Attachment {
         for process in RecordedProcess.discover(marker: marker) where process.terminate() {
             report.stoppedProcesses.append("\(process.role.rawValue) pid \(process.pid)")
         }
+        let wireOwner = NamespaceMark.owner(of: wireNamespace, marker: marker)
+        guard wireOwner.isRemovable else {
+            throw .unsupported(
+                detail: "attachment '\(name)' has no readable state, and \(wireNamespace) is \(NamespaceMark.whose(wireOwner)): nothing was changed")
+        }
         if let wire = try? NamedNamespace(existing: wireNamespace), wire.isMounted, let links = try? sandbox.netlink(wire).links() {
             let foreign = links.filter { !$0.isLoopback && !$0.name.hasPrefix("lcw-target") }
             if !foreign.isEmpty {
@@ -169,9 +196,15 @@ extension Attachment {
                         + "move it home by hand (ip -n \(wireNamespace) link set NAME netns TARGET), then detach again")
             }
         }
-        for namespace in [wireNamespace, targetNamespace] where (try? NamedNamespace.removeLeftovers(of: namespace)) == true {
-            report.removedNamespaces.append(namespace)
+        // The target's name is this attachment's only with its wire beside it (made together, the wire
+        // marked), or when it is no namespace's name (a plain file a crash left).
+        let targetNamed = (try? NamedNamespace(existing: targetNamespace))?.isMounted == true
+        if wireOwner == .ours || !targetNamed {
+            if (try? NamedNamespace.removeLeftovers(of: targetNamespace)) == true { report.removedNamespaces.append(targetNamespace) }
+        } else {
+            report.notes.append("left \(targetNamespace): with no state and no wire of this attachment's, nothing proves it is its own (ip netns del \(targetNamespace) removes the name; the namespace it names stays)")
         }
+        if (try? NamedNamespace.removeLeftovers(of: wireNamespace)) == true { report.removedNamespaces.append(wireNamespace) }
         store.remove(name)
         transaction.reload()
         transaction.endRemovingLockFile()

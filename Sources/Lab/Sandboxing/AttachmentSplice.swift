@@ -133,7 +133,7 @@ struct Splice {
         record.snapshot = snapshot
         try begin("making the wire")
 
-        let wire = try sandboxing { () throws(NamespaceError) in try NamedNamespace.create(record.wireNamespace) }
+        let wire = try sandboxing { () throws(NamespaceError) in try NamespaceMark.create(record.wireNamespace, marker: attachment.marker) }
         // The wire is a cable: nothing of its own goes out of it (no IPv6 addresses, no router solicitations).
         try sandboxing { () throws(NamespaceError) in
             try wire.writeSysctls([("net/ipv6/conf/all/disable_ipv6", "1"), ("net/ipv6/conf/default/disable_ipv6", "1")])

@@ -126,8 +126,9 @@ public struct Sandbox: Sendable {
     /// `ip addr add`, `ip route add` and `sysctl` commands, all inside the sandbox's namespaces.
     ///
     /// Idempotent: a healthy sandbox of the same shape is left alone (``UpOutcome/alreadyUp``). A broken,
-    /// half-made or different one — or what a crash left of one, found by name — is removed first
-    /// (``UpOutcome/rebuilt``). Every step is recorded in the state file before it acts; when a step fails,
+    /// half-made or different one — or what a crash left of one, found by name and mark — is removed first
+    /// (``UpOutcome/rebuilt``); a namespace of its names that is not its own (another store's sandbox of the
+    /// same name, one made by hand) is refused before anything changes. Every step is recorded in the state file before it acts; when a step fails,
     /// or `isCancelled` turns true between steps (Ctrl-C), everything made so far is removed and the error
     /// (or ``SandboxError/interrupted``) is thrown. Takes the sandbox's lock for the while.
     @discardableResult
@@ -152,6 +153,12 @@ public struct Sandbox: Sendable {
             throw .unsupported(detail: "'\(topology.name)' is an attachment, not a sandbox: 'linkcond detach --name \(topology.name)' removes it")
         }
         if case let .state(existing) = record, configuration.matches(existing), isHealthy(existing) { return .alreadyUp }
+        let foreign = foreignNamespaces()
+        if !foreign.isEmpty {
+            throw .unsupported(
+                detail: "cannot make sandbox '\(topology.name)' in the store \(store.directory): namespaces by its names are not its own — "
+                    + "\(NamespaceMark.describe(foreign)). Choose another --name (or work in that store). Nothing was changed")
+        }
         if record != .missing || !leftovers().isEmpty {
             progress("removing the earlier, incomplete or different sandbox '\(topology.name)'")
             teardown(record)
@@ -187,7 +194,8 @@ public struct Sandbox: Sendable {
 
     /// Removes the sandbox: stops its processes, deletes its namespaces (and with them every interface,
     /// address, route and qdisc in them), their `/etc/netns` files, and the sandbox's files in the store.
-    /// Works from the sandbox's names alone when the state file is missing or unreadable.
+    /// Works from the sandbox's names and marks when the state file is missing or unreadable; a namespace of
+    /// its names that is not its own (``NamespaceMark``) is left, and said in the report's notes.
     /// Returns false when there was nothing to remove.
     @discardableResult
     public func down() throws(SandboxError) -> Bool {
@@ -220,6 +228,15 @@ public struct Sandbox: Sendable {
         var found = topology.allNamespaces.filter { NamedNamespace.exists($0) || access("\(NamedNamespace.etcDirectory)/\($0)", F_OK) == 0 }
         found += RecordedProcess.discover(marker: marker).map { "\($0.role.rawValue) pid \($0.pid)" }
         return found
+    }
+
+    /// The namespaces by this sandbox's names that are not its own (another store's sandbox of the same
+    /// name, or a namespace made by hand), with their owners (``NamespaceMark``).
+    public func foreignNamespaces() -> [(name: String, owner: NamespaceMark.Owner)] {
+        topology.allNamespaces.compactMap { name in
+            let owner = NamespaceMark.owner(of: name, marker: marker)
+            return owner.isRemovable ? nil : (name, owner)
+        }
     }
 
     /// The marker in the environment of this sandbox's processes.

@@ -56,7 +56,7 @@ struct SandboxBuilder {
             progress("creating namespace \(name)")
             state.namespaces.append(name)
             try store.save(state)
-            let namespace = try sandbox.fail { try NamedNamespace.create(name) }
+            let namespace = try sandbox.fail { try NamespaceMark.create(name, marker: sandbox.marker) }
             namespaces[role] = namespace
             // No duplicate address detection on the sandbox's links: nothing else is on them, and DAD
             // would keep IPv6 (link-local addresses included) unusable for a second or two after `up`.

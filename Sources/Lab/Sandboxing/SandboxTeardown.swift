@@ -19,8 +19,9 @@ public struct TeardownReport: Sendable, Equatable {
 extension Sandbox {
     /// Removes everything of this sandbox that exists, by name and by proof, whatever the state file says:
     /// processes recorded *and* provably linkcond's (``RecordedProcess/isRunning``) or found by their marker;
-    /// the namespaces named after the sandbox (``SandboxTopology/allNamespaces``) — never a name the state
-    /// lists beyond those; the sandbox's own files in the store. The caller holds the lock.
+    /// the namespaces named after the sandbox (``SandboxTopology/allNamespaces``) that carry its mark
+    /// (``NamespaceMark``) — never a name the state lists beyond those, nor a namesake of another store's or
+    /// made by hand; the sandbox's own files in the store. The caller holds the lock.
     @discardableResult
     func teardown(_ record: SandboxStore.Record) -> TeardownReport {
         var report = TeardownReport()
@@ -49,6 +50,11 @@ extension Sandbox {
             report.stoppedProcesses.append("\(process.role.rawValue) pid \(process.pid)")
         }
         for name in topology.allNamespaces.reversed() {
+            let owner = NamespaceMark.owner(of: name, marker: marker)
+            guard owner.isRemovable else {
+                report.notes.append("left \(name) alone: it is \(NamespaceMark.whose(owner))")
+                continue
+            }
             if (try? NamedNamespace.removeLeftovers(of: name)) == true { report.removedNamespaces.append(name) }
         }
         report.removedFiles = store.remove(topology.name)

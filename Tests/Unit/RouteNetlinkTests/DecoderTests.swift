@@ -69,6 +69,7 @@ final class DecoderTests: XCTestCase {
             XCTAssertEqual(link.mtu, expectation["mtu"].flatMap { UInt32($0) }, name)
             XCTAssertEqual(link.hardwareAddressText, expectation["address"], name)
             XCTAssertEqual(link.operationalState.description, expectation["operstate"], name)
+            XCTAssertEqual(link.alias, expectation["alias"].flatMap { $0.isEmpty ? nil : $0 }, "\(name)'s alias")
             let flags = Set((expectation["flags"] ?? "").split(separator: ",").map(String.init))
             for (flagName, bit) in Self.linkFlagNames {
                 XCTAssertEqual(link.flags.rawValue & bit != 0, flags.contains(flagName), "\(name): IFF_\(flagName)")

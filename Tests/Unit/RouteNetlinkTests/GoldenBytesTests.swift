@@ -39,6 +39,9 @@ final class GoldenBytesTests: XCTestCase {
         "link-set-up": Case(command: "ip -n NS link set dev wl0 up") { _, client in try client.setLink("wl0", up: true) },
         "link-set-down": Case(command: "ip -n NS link set dev wl0 down") { _, client in try client.setLink("wl0", up: false) },
         "link-rename": Case(command: "ip -n NS link set dev wl0 name wl9") { _, client in try client.renameLink("wl0", to: "wl9") },
+        "link-set-alias": Case(command: "ip -n NS link set dev wl0 alias linkcond /run/linkcond/lc1") { _, client in
+            try client.setAlias("linkcond /run/linkcond/lc1", on: "wl0")
+        },
         "link-move": Case(command: "ip -n NS link set dev c-wl0 netns NS2") { fixture, client in
             try client.moveLink("c-wl0", to: NamespaceDescriptor(fileDescriptor: try fixture.namespaceFDs[0], name: "NS2"))
         },
