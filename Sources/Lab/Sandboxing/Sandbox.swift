@@ -155,6 +155,8 @@ public struct Sandbox: Sendable {
         if case let .state(existing) = record, configuration.matches(existing), isHealthy(existing) { return .alreadyUp }
         let foreign = foreignNamespaces()
         if !foreign.isEmpty {
+            // Nothing of this sandbox is here, not even its lock file.
+            if record == .missing { transaction.endRemovingLockFile() }
             throw .unsupported(
                 detail: "cannot make sandbox '\(topology.name)' in the store \(store.directory): namespaces by its names are not its own — "
                     + "\(NamespaceMark.describe(foreign)). Choose another --name (or work in that store). Nothing was changed")

@@ -29,6 +29,7 @@ final class NamespaceOwnershipTests: SandboxTestCase {
             XCTAssertTrue(text.contains("not its own") && text.contains("of the store \(first.store.directory)") && text.contains("Nothing was changed"), text)
         }
         XCTAssertEqual(second.store.record(first.topology.name), .missing, "the refused up left a state file")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: otherStore), [], "the refused up left files in its store")
 
         let report = try second.remove()
         XCTAssertEqual(report.removedNamespaces, [], "down in another store deleted the sandbox's namespaces")
