@@ -80,10 +80,20 @@ enum ProcessBench {
         var environment = ["LINKCOND_STORE": store]
         if access(NetlinkBench.profilesDirectory + "/edge.json", R_OK) == 0 { environment["LINKCOND_PROFILES"] = NetlinkBench.profilesDirectory }
         var notes: [String] = []
+        // The same apply with the store on tmpfs (/dev/shm), as /run is on most systems: a sandbox of its own
+        // (its namespaces are named after it), measured in the same loop.
+        let memoryStore = "/dev/shm/lcb-store-\(getpid())"
+        let memorySandbox = "lcm\(getpid() % 100_000)"
+        var memoryEnvironment = environment
+        memoryEnvironment["LINKCOND_STORE"] = memoryStore
         defer {
             _ = ProcessRunner.run([linkcond, "down", "--name", sandbox], environment: environment, seconds: 60)
             rmdir(store)  // empty after 'down' (it removes every file of the sandbox)
+            _ = ProcessRunner.run([linkcond, "down", "--name", memorySandbox], environment: memoryEnvironment, seconds: 60)
+            rmdir(memoryStore)
         }
+        let memoryUp = filesystemName(store).hasPrefix("tmpfs") ? nil
+            : ProcessRunner.run([linkcond, "up", "--name", memorySandbox, "--backend", "userspace"], environment: memoryEnvironment, seconds: 60)
         guard ProcessRunner.run([linkcond, "up", "--name", sandbox, "--backend", "userspace"], environment: environment, seconds: 60) != nil else {
             return [BenchRow(
                 operation: "linkcond apply as a process (userspace engine)", ours_us: nil, floor_us: nil, peers: [:],
@@ -97,6 +107,7 @@ enum ProcessBench {
             try? b.delete()
         }
         var apply: [ProcessTiming] = [], pair: [ProcessTiming] = [], help: [ProcessTiming] = [], version: [ProcessTiming] = []
+        var memoryApply: [ProcessTiming] = []
         var failures = (apply: 0, pair: 0)
         let tc = "/usr/sbin/tc"
         func tbf(_ namespace: String, _ device: String, _ rate: String) -> [String] {
@@ -120,6 +131,9 @@ enum ProcessBench {
                 }
             }
             if index % 2 == 0 { runApply(); runPair() } else { runPair(); runApply() }
+            if memoryUp != nil, let timing = ProcessRunner.run([linkcond, "apply", profile, "--name", memorySandbox], environment: memoryEnvironment) {
+                memoryApply.append(timing)
+            }
             if let timing = ProcessRunner.run([linkcond, "--help"], environment: environment) { help.append(timing) }
             if let timing = ProcessRunner.run([tc, "-V"]) { version.append(timing) }
         }
@@ -127,6 +141,7 @@ enum ProcessBench {
         if failures.pair > 0 { notes.append("\(failures.pair) of \(iterations) tc pairs failed or timed out") }
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         notes.append("host without netem: linkcond applies edge↔3g through the userspace engine; tc replaces a tbf on each end of a veth pair (2 processes); load average \(load)")
+        notes.append("the store \(store) is on \(filesystemName(store)): an apply saves the state twice (pending, then confirmed), each by a rename over the last")
         let pairName = "tc -n … qdisc replace ×2 (tbf)"
         var wallPeers = Summary(pair.map(\.wall)).map { [pairName: $0] } ?? [:]
         // pyroute2 as a script (a process per change, as a tool built on it runs): a tbf on each end.
@@ -147,17 +162,26 @@ enum ProcessBench {
                 notes.append("tcconfig's tcset refuses on this kernel (it requires sch_netem, even for a rate alone)")
             }
         }
-        return [
+        var rows = [
             BenchRow(
                 operation: "linkcond apply edge↔3g as a process, userspace engine (verified), wall", ours_us: Summary(apply.map(\.wall)),
                 floor_us: nil, peers: wallPeers, notes: notes),
             BenchRow(
                 operation: "linkcond apply edge↔3g as a process, CPU time (user+system)", ours_us: Summary(apply.map(\.cpu)), floor_us: nil,
                 peers: Summary(pair.map(\.cpu)).map { [pairName: $0] } ?? [:], notes: []),
-            BenchRow(
-                operation: "process start-up: linkcond --help, wall", ours_us: Summary(help.map(\.wall)), floor_us: nil,
-                peers: Summary(version.map(\.wall)).map { ["tc -V": $0] } ?? [:], notes: []),
         ]
+        if let wall = Summary(memoryApply.map(\.wall)) {
+            rows.append(BenchRow(
+                operation: "linkcond apply edge↔3g as a process, the store on tmpfs (/dev/shm), wall", ours_us: wall, floor_us: nil,
+                peers: Summary(pair.map(\.wall)).map { [pairName: $0] } ?? [:], notes: []))
+            rows.append(BenchRow(
+                operation: "linkcond apply edge↔3g as a process, the store on tmpfs (/dev/shm), CPU time", ours_us: Summary(memoryApply.map(\.cpu)),
+                floor_us: nil, peers: Summary(pair.map(\.cpu)).map { [pairName: $0] } ?? [:], notes: []))
+        }
+        rows.append(BenchRow(
+            operation: "process start-up: linkcond --help, wall", ours_us: Summary(help.map(\.wall)), floor_us: nil,
+            peers: Summary(version.map(\.wall)).map { ["tc -V": $0] } ?? [:], notes: []))
+        return rows
     }
 }
 
@@ -193,4 +217,20 @@ enum HealthProbe {
         print(String(format: "health check: median %.0f µs, p95 %.0f µs; before (a thread per namespace, 3 dumps each): median %.0f µs, p95 %.0f µs",
             percentile(times, 0.5), percentile(times, 0.95), percentile(before, 0.5), percentile(before, 0.95)))
     }
+}
+
+/// The filesystem `path` is on, from `/proc/self/mounts` (the longest mount point above it): its type, and
+/// `discard` when it is mounted so (each block a rename or truncation frees then waits for the disk).
+func filesystemName(_ path: String) -> String {
+    guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return "an unknown filesystem" }
+    var best: (point: String, type: String, options: [Substring])?
+    for line in mounts.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard fields.count >= 4 else { continue }
+        let point = String(fields[1])
+        let inside = point == "/" || path == point || path.hasPrefix(point + "/")
+        if inside, point.count >= (best?.point.count ?? -1) { best = (point, String(fields[2]), fields[3].split(separator: ",")) }
+    }
+    guard let best else { return "an unknown filesystem" }
+    return best.type + (best.options.contains("discard") ? " mounted 'discard' (a block a rename frees waits for the disk)" : "")
 }

@@ -103,7 +103,9 @@ public final class SandboxLock: @unchecked Sendable {
                 // Locked: but is it still the file at `path`? A `down` may have removed it in between.
                 var current = stat()
                 if let opened = try? file.status(), stat(path, &current) == 0, opened.st_ino == current.st_ino, opened.st_dev == current.st_dev {
-                    _ = ftruncate(fd, 0)
+                    // Who holds it, as the file's first line, written over what an earlier holder wrote
+                    // (readers take the first line): no truncation, so no block freed and allocated again
+                    // for every command (with a filesystem mounted `discard`, each free waits on the disk).
                     _ = try? file.writeAll("\(getpid()) \(command)\n".utf8)
                     held.withLock { $0[path] = Held(fd: fd, count: 1, owner: thread) }
                     return SandboxLock(path: path, fd: fd)

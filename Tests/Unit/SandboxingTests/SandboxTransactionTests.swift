@@ -51,6 +51,17 @@ final class SandboxTransactionTests: XCTestCase {
         XCTAssertNil(SandboxLock.holder(of: "b", store: store))
     }
 
+    /// The holder is written over the last one's line without truncating the file: a shorter command after a
+    /// longer one is still read as itself.
+    func testAShorterHolderAfterALongerOneIsReadAsItself() throws {
+        let store = try makeStore()
+        try SandboxLock.acquire("e", store: store, command: "run a-scenario-with-a-long-name --observe ./app").release()
+        let lock = try SandboxLock.acquire("e", store: store, command: "down")
+        XCTAssertEqual(SandboxLock.holder(of: "e", store: store)?.command, "down")
+        XCTAssertEqual(SandboxLock.holder(of: "e", store: store)?.pid, getpid())
+        lock.release()
+    }
+
     func testATransactionReadsTheStateOnceAndWritesThroughItself() throws {
         let store = try makeStore()
         try store.save(upState("c"))
