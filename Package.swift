@@ -4,7 +4,7 @@ import PackageDescription
 // Ranks, lowest first. A target's rank is the length of its longest chain of dependencies; it imports only
 // targets of lower ranks, so targets on one line never import each other. scripts/check-structure checks this
 // comment against the real graph. The folders at the end group the ranks into tiers.
-//   CMnl, CSpawn, CPacket, CCrashReport, CLinkcondSystem, bare-forwarder, AllocationCounting   C shims; a C floor; test support
+//   CMnl, CSpawn, CPacket, CCrashReport, CLinkcondSystem, bare-forwarder, AllocationCounting, TestRandomness   C shims; a C floor; test support
 //   LinkcondSystem, CNetlinkFloor                              descriptors, sockets, errno, EINTR; a C floor
 //   LinkcondBase, Netlink, JSONDocument                        addresses, clock, DNS; netlink; JSON
 //   NetlinkTesting, RouteNetlink, NetNamespace, Profiles, Timeline   fake transport; rtnetlink; namespaces, the socket factory; profiles; reports
@@ -66,6 +66,7 @@ let package = Package(
         // For tests only: counts the calling thread's heap allocations (replaces malloc and friends in the test
         // executable; no product links it).
         .target(name: "AllocationCounting"),
+        .target(name: "TestRandomness"),
         .target(name: "EngineControl", dependencies: ["Profiles", "LinkEmulation", "JSONDocument", "LinkcondBase", "LinkcondSystem"]),
         .target(
             name: "Engine",
@@ -158,10 +159,10 @@ let package = Package(
             ]),
         .testTarget(name: "JSONDocumentTests", dependencies: ["JSONDocument"]),
         .testTarget(name: "LinkcondSystemTests", dependencies: ["LinkcondSystem"]),
-        .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument"]),
-        .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles", "AllocationCounting"]),
+        .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "JSONDocument", "TestRandomness"]),
+        .testTarget(name: "LinkEmulationTests", dependencies: ["LinkEmulation", "Profiles", "AllocationCounting", "TestRandomness"]),
         .testTarget(name: "CLITests", dependencies: ["LinkcondCLI", "Profiles", "JSONDocument", "Sandboxing"]),
-        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase", "LinkcondSystem"]),
+        .testTarget(name: "PathMonitorTests", dependencies: ["PathMonitor", "RouteNetlink", "LinkcondBase", "LinkcondSystem", "TestRandomness"]),
         .testTarget(name: "SandboxingTests", dependencies: ["Sandboxing", "RouteNetlink", "LinkcondBase"]),
         .testTarget(name: "TimelineTests", dependencies: ["Timeline"], resources: [.copy("Snapshots")]),
         .testTarget(name: "ScenariosTests", dependencies: ["Scenarios", "Timeline", "JSONDocument", "Profiles", "Conditioning"]),
@@ -193,7 +194,7 @@ let folders: [String: [String]] = [
         "PacketEngineTests", "LinkcondSystemTests", "ControlAPITests",
     ],
     "Tests/Integration": ["IntegrationTests", "PacketEngineIntegrationTests"],
-    "Tests/Support": ["AllocationCounting"],
+    "Tests/Support": ["AllocationCounting", "TestRandomness"],
 ]
 for target in package.targets {
     guard let folder = folders.first(where: { $0.value.contains(target.name) })?.key else {

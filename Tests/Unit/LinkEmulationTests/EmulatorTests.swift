@@ -1,6 +1,7 @@
 import Foundation
 import LinkEmulation
 import Profiles
+import TestRandomness
 import XCTest
 
 /// The emulator as a whole: pass-through, swaps, read-back and counters.
@@ -89,7 +90,7 @@ final class EmulatorTests: XCTestCase {
             rate: 2_000_000, delay: 20 * ms, jitter: 5 * ms, loss: .random(probability: 0.05, correlation: 0.3),
             duplicate: Chance(0.05), corrupt: Chance(0.05), reorder: Reorder(0.1, gap: 3), queueLimit: 20)
         let harness = Harness(conditions, DirectionOptions(direction: .uplink, dnsDelay: 30 * ms, seed: 4))
-        var random = SplitMix(seed: 3)
+        var random = SplitMix64(seed: 3)
         var time = t0
         for k: UInt64 in 0..<20_000 {
             let port: UInt16 = random.next() % 10 == 0 ? 53 : 443

@@ -1,5 +1,6 @@
 import LinkEmulation
 import Profiles
+import TestRandomness
 import XCTest
 
 /// Delivery traces: the mm-link format, its summary, and byte-accurate delivery along it.
@@ -120,7 +121,7 @@ final class TraceTests: XCTestCase {
     func testALongRunDeliversTheTracesMeanRate() throws {
         // A 2-second trace with a varying rate (from a fixed-seed generator), kept saturated for 10 periods
         // with frames of mixed sizes: delivered bytes = opportunities × 1500, to within one frame.
-        var random = SplitMix(seed: 17)
+        var random = SplitMix64(seed: 17)
         var milliseconds: [UInt32] = []
         for millisecond: UInt32 in 0..<2000 {
             for _ in 0..<(random.next() % 4) { milliseconds.append(millisecond) }
@@ -169,15 +170,3 @@ final class TraceTests: XCTestCase {
     }
 }
 
-/// SplitMix64, for test data that is varied but fixed.
-struct SplitMix {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

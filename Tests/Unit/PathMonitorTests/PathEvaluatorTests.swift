@@ -1,5 +1,6 @@
 import LinkcondBase
 import RouteNetlink
+import TestRandomness
 import XCTest
 
 @testable import PathMonitor
@@ -448,7 +449,7 @@ final class PathEvaluatorTests: XCTestCase {
         let tables = Self.bothTables()
         let expected = evaluate(tables)
         let links = Array(tables.links.values)
-        var generator = SeededGenerator(seed: 0x6c69_6e6b_636f_6e64)
+        var generator = SplitMix64(seed: 0x6c69_6e6b_636f_6e64)
         for _ in 0..<50 {
             let shuffled = NetworkTables(
                 links: links.shuffled(using: &generator), addresses: tables.addresses.shuffled(using: &generator),
@@ -494,17 +495,3 @@ final class PathEvaluatorTests: XCTestCase {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so shuffles are reproducible.
-private struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

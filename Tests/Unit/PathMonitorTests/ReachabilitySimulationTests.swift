@@ -1,5 +1,6 @@
 import Foundation
 import LinkcondBase
+import TestRandomness
 import XCTest
 
 @testable import PathMonitor
@@ -24,17 +25,6 @@ struct SimulatedLink {
     static let dead = SimulatedLink(dns: 0, connect: 0, http: 0, lost: true)
 }
 
-/// A deterministic generator (SplitMix64) for the jitter.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The prober's state machine driven through simulated time: a model of one family's rounds that follows
 /// the timing rules ``NetworkProbeRound`` documents, over a link that changes at given times. Time is
@@ -45,7 +35,7 @@ struct ReachabilitySimulation {
     var settings: ReachabilitySettings
     /// Up to this much extra time per exchange (the prober's thread waking up, the server), seeded.
     var jitter = 0.0
-    var random = SplitMix64(state: 42)
+    var random = SplitMix64(seed: 42)
     /// Per round, for what is not probing (opening sockets, judging).
     static let overhead = 0.002
 

@@ -1,3 +1,4 @@
+import TestRandomness
 import XCTest
 
 @testable import Profiles
@@ -48,7 +49,7 @@ final class TraceBuildingTests: XCTestCase {
 
     func testOpportunitiesWorkedOutRowByRowAreTheOnesMillisecondByMillisecond() {
         // Rows at whole and fractional milliseconds (several within one), zero rates, slow and fast rates.
-        var generator = SplitMix(seed: 0x7ace)
+        var generator = SplitMix64(seed: 0x7ace)
         for _ in 0..<300 {
             var rows: [(start: UInt64, rate: UInt64)] = [(0, 0)]
             var start: UInt64 = 0
@@ -126,15 +127,3 @@ final class TraceBuildingTests: XCTestCase {
     }
 }
 
-/// A small deterministic generator for the equivalence test (SplitMix64).
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
