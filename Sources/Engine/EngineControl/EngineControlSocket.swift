@@ -46,9 +46,10 @@ public enum EngineControlSocket {
     /// at most in all. A change carries a deadline `timeout` − ``answerMargin`` from now, after which the
     /// engine puts nothing in force, so a request this reports as failed never takes effect later. A
     /// delivery trace the answer names by a path of `knownTraces` is taken from there rather than read
-    /// again (pass the traces of the profile sent).
+    /// again (pass the traces of the profile sent). With `directions` false the answer's counters are not
+    /// read (``EngineLinkState/directionsRead``).
     public static func send(
-        _ request: EngineRequest, to path: String, timeout: Double = 5, knownTraces: [String: DeliveryTrace] = [:]
+        _ request: EngineRequest, to path: String, timeout: Double = 5, knownTraces: [String: DeliveryTrace] = [:], directions: Bool = true
     ) throws(EngineControlError) -> EngineResponse {
         let started = MonotonicClock.nanoseconds()
         let giveUp = started + UInt64(max(timeout, 0.1) * 1e9)
@@ -86,7 +87,7 @@ public enum EngineControlSocket {
             throw late
         }
         do {
-            return try EngineMessageCodec.response(line, knownTraces: knownTraces)
+            return try EngineMessageCodec.response(line, knownTraces: knownTraces, directions: directions)
         } catch {
             throw EngineControlError(socket: path, detail: "the engine's answer cannot be read: \(error)", requestMayHaveArrived: true)
         }

@@ -133,15 +133,18 @@ public enum EngineMessageCodec {
 
     /// Reads an answer line (without its newline). A delivery trace named by a path in `knownTraces` is
     /// taken from there rather than read again (the client passes the traces it sent).
+    ///
+    /// With `directions` false each link's two direction states (counters, totals, lateness, sojourn) are
+    /// skipped, not read: what a change needs to check what a link holds, read in half the time.
     public static func response(
-        _ bytes: [UInt8], source: String = "the engine's answer", knownTraces: [String: DeliveryTrace] = [:]
+        _ bytes: [UInt8], source: String = "the engine's answer", knownTraces: [String: DeliveryTrace] = [:], directions: Bool = true
     ) throws(DocumentError) -> EngineResponse {
         let document = try parse(bytes, source: source)
         let fields = try document.root.fields(["pid", "error", "links"], expected: "an answer: {\"pid\": …, \"links\": […]}")
         let pid = try fields.require("pid", expected: "the engine's process id").integer(Int32.self, expected: "a process id")
         let error = try fields["error"]?.string(expected: "what went wrong, as a string")
         let links = try fields.require("links", expected: "every link's state").array(expected: "a list of links").map {
-            (element: JSONElement) throws(DocumentError) in try link(element, in: document, source: source, knownTraces: knownTraces)
+            (element: JSONElement) throws(DocumentError) in try link(element, in: document, source: source, knownTraces: knownTraces, directions: directions)
         }
         return EngineResponse(error: error, links: links, pid: pid)
     }
@@ -166,11 +169,15 @@ public enum EngineMessageCodec {
     }
 
     static func link(
-        _ element: JSONElement, in document: ParsedJSON, source: String, knownTraces: [String: DeliveryTrace]
+        _ element: JSONElement, in document: ParsedJSON, source: String, knownTraces: [String: DeliveryTrace], directions: Bool = true
     ) throws(DocumentError) -> EngineLinkState {
         let fields = try element.fields(
             ["link", "clientSide", "routerSide", "profile", "generation", "uplink", "downlink"], expected: "a link's state")
-        return EngineLinkState(
+        func direction(_ key: String, _ expected: String) throws(DocumentError) -> EngineDirectionState {
+            let element = try fields.require(key, expected: expected)
+            return directions ? try Self.direction(element) : EngineDirectionState(counters: DirectionCounters())
+        }
+        var state = EngineLinkState(
             link: try fields.require("link", expected: "which link").choice(EngineLink.self, noun: "a link of the engine"),
             clientSide: try fields.require("clientSide", expected: "the wire end facing the client").string(expected: "an interface name"),
             routerSide: try fields.require("routerSide", expected: "the wire end facing the router").string(expected: "an interface name"),
@@ -178,8 +185,10 @@ public enum EngineMessageCodec {
                 try ProfileParser.read(profile, in: document, source: source, knownTraces: knownTraces)
             },
             generation: try fields.require("generation", expected: "the generation of the link's last change").integer(UInt64.self, expected: "a whole number"),
-            uplink: try direction(fields.require("uplink", expected: "the uplink's state")),
-            downlink: try direction(fields.require("downlink", expected: "the downlink's state")))
+            uplink: try direction("uplink", "the uplink's state"),
+            downlink: try direction("downlink", "the downlink's state"))
+        state.directionsRead = directions
+        return state
     }
 
     static func direction(_ element: JSONElement) throws(DocumentError) -> EngineDirectionState {

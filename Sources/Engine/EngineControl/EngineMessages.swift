@@ -128,6 +128,10 @@ public struct EngineLinkState: Sendable, Equatable {
     public var uplink: EngineDirectionState
     /// Frames towards the device.
     public var downlink: EngineDirectionState
+    /// False when the answer was read without its directions' states, as a change that checks only what
+    /// the link holds reads it (``EngineMessageCodec/response(_:source:knownTraces:directions:)``):
+    /// `uplink` and `downlink` are then empty, not counts.
+    public var directionsRead = true
 
     /// A link's state.
     public init(

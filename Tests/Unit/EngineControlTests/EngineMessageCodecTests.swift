@@ -111,6 +111,21 @@ final class EngineMessageCodecTests: XCTestCase {
             var read = try EngineMessageCodec.response(Array(text.utf8), knownTraces: traces)
             for index in read.links.indices { read.links[index].profile?.source = nil }
             XCTAssertEqual(read, response, text)
+            // Read as a change reads it: everything but the directions' states, which are empty and said to be.
+            var brief = try EngineMessageCodec.response(Array(text.utf8), knownTraces: traces, directions: false)
+            for index in brief.links.indices {
+                brief.links[index].profile?.source = nil
+                XCTAssertFalse(brief.links[index].directionsRead)
+                XCTAssertEqual(brief.links[index].uplink, idle)
+                XCTAssertEqual(brief.links[index].downlink, idle)
+            }
+            var expected = response
+            for index in expected.links.indices {
+                expected.links[index].uplink = idle
+                expected.links[index].downlink = idle
+                expected.links[index].directionsRead = false
+            }
+            XCTAssertEqual(brief, expected, text)
         }
     }
 

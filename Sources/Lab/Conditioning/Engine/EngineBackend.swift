@@ -59,7 +59,9 @@ public struct EngineBackend: ConditioningBackend {
     private func change(_ request: EngineRequest, in transaction: SandboxTransaction) throws(SandboxError) -> EngineResponse {
         let response: EngineResponse
         do {
-            response = try EngineControlSocket.send(request, to: socketPath, timeout: Self.requestTimeout, knownTraces: Self.traces(of: request.profile))
+            // Only what each link holds is checked: its counters are not read (show reads them).
+            response = try EngineControlSocket.send(
+                request, to: socketPath, timeout: Self.requestTimeout, knownTraces: Self.traces(of: request.profile), directions: false)
         } catch {
             guard error.requestMayHaveArrived else {
                 try transaction.abandonChange()
