@@ -38,13 +38,16 @@ final class EpollWaiterTests: XCTestCase {
         waiter.armTimer(at: 1)
         XCTAssertEqual(events(waiter), [.timer])
 
-        // A wake from another thread; the eventfd is reset, so the next wait needs a new event.
-        let woken = DispatchSemaphore(value: 0)
-        Thread {
-            waiter.wake()
-            woken.signal()
-        }.start()
-        woken.wait()
+        // A wake from another thread, joined before anything is counted (a Foundation Thread still holds
+        // descriptors of its own for a moment after it signals: the count once caught one); the eventfd is
+        // reset, so the next wait needs a new event.
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(waiter).toOpaque()
+        XCTAssertEqual(pthread_create(&thread, nil, { context in
+            Unmanaged<EpollWaiter>.fromOpaque(context!).takeRetainedValue().wake()
+            return nil
+        }, context), 0)
+        XCTAssertEqual(pthread_join(thread, nil), 0)
         XCTAssertEqual(events(waiter), [.woken])
         waiter.armTimer(at: 1)
         XCTAssertEqual(events(waiter), [.timer], "a wake or an expiry was reported twice")
