@@ -1,4 +1,5 @@
 import CMnl
+import Glibc
 import Netlink
 
 /// Options of a `codel` qdisc: `tc qdisc … codel limit N target T interval I [ecn]` (times in microseconds,
@@ -121,6 +122,144 @@ public struct PIEOptions: Sendable, Equatable {
     }
 }
 
+/// Options of a `red` qdisc: `tc qdisc … red limit BYTES min BYTES max BYTES avpkt A burst B probability P
+/// bandwidth RATE [adaptive]`, sent as tc 6.x sends them — `TCA_RED_PARMS` (the thresholds in bytes and the
+/// three logarithms tc works out: the averaging weight, the probability slope, the idle-damping cell),
+/// `TCA_RED_STAB` (the 256-entry idle-damping table), `TCA_RED_MAX_P` and `TCA_RED_FLAGS` (a bitfield; the
+/// historic flags byte of `TCA_RED_PARMS` stays 0). The kernel reads back the thresholds as sent and reports
+/// the adaptive flag in both places; ARED moves `max_P` as it runs.
+public struct REDOptions: Sendable, Equatable {
+    /// `limit`: the hard limit of its queue, bytes.
+    public var limit: UInt32
+    /// `min`: the average queue length below which nothing is dropped, bytes.
+    public var minimum: UInt32
+    /// `max`: the average queue length above which everything is, bytes.
+    public var maximum: UInt32
+    /// `Wlog`: the averaging weight is 2^−Wlog.
+    public var weightLog: UInt8
+    /// `Plog`: log2 of (max − min) / probability, as `tc_red_eval_P` finds it.
+    public var probabilityLog: UInt8
+    /// `Scell_log`: the idle time cell of the damping table, 2^Scell_log ticks.
+    public var cellLog: UInt8
+    /// The drop probability at `max`, in 2^−32 units (`TCA_RED_MAX_P`).
+    public var maxProbability: UInt32
+    /// ARED (`TC_RED_ADAPTATIVE`).
+    public var adaptive: Bool
+    /// `TCA_RED_STAB`: how many averaging steps an idle time of each cell counts for; empty when read back
+    /// (the kernel does not report it).
+    public var idleTable: [UInt8]
+
+    /// Options with these values.
+    public init(
+        limit: UInt32, minimum: UInt32, maximum: UInt32, weightLog: UInt8, probabilityLog: UInt8, cellLog: UInt8, maxProbability: UInt32,
+        adaptive: Bool, idleTable: [UInt8] = []
+    ) {
+        self.limit = limit
+        self.minimum = minimum
+        self.maximum = maximum
+        self.weightLog = weightLog
+        self.probabilityLog = probabilityLog
+        self.cellLog = cellLog
+        self.maxProbability = maxProbability
+        self.adaptive = adaptive
+        self.idleTable = idleTable
+    }
+
+    /// The options tc sends for `limit`, `min`, `max` (bytes), the averaging weight 2^−`weightLog`,
+    /// `probability` at `max`, packets of `averagePacket` bytes and a link of `bytesPerSecond`: `Plog` as
+    /// `tc_red_eval_P` works it out, `Scell_log` and the table as `tc_red_eval_idle_damping` does (with the
+    /// transmission time of one average packet in `clock`'s ticks). Nil when tc would refuse them.
+    public static func evaluate(
+        limit: UInt32, minimum: UInt32, maximum: UInt32, weightLog: Int, probability: Double, averagePacket: UInt32, bytesPerSecond: UInt64,
+        adaptive: Bool, clock: PacketSchedulerClock
+    ) -> REDOptions? {
+        guard maximum >= minimum, (1..<32).contains(weightLog), probability > 0, probability <= 1, bytesPerSecond > 0 else { return nil }
+        // tc_red_eval_P: the number of doublings that take probability / (max − min) above 1.
+        var probabilityLog = 0
+        if maximum > minimum {
+            var slope = probability / Double(maximum - minimum)
+            while probabilityLog < 32 && slope <= 1 {
+                slope *= 2
+                probabilityLog += 1
+            }
+            guard probabilityLog < 32 else { return nil }
+        }
+        // tc_red_eval_idle_damping: the idle time after which the average has decayed by e^−31, in cells of
+        // 2^Scell_log ticks that number fewer than 512; each table entry is the decay of i cells, at most 31.
+        // tc_calc_xmittime: whole microseconds, then whole ticks (tc_core_time2tick's unsigned ints).
+        let microseconds = (1e6 * Double(averagePacket) / Double(bytesPerSecond)).rounded(.towardZero)
+        let transmission = (microseconds * clock.ticksPerMicrosecond).rounded(.towardZero)
+        guard transmission >= 1, transmission <= Double(UInt32.max) else { return nil }
+        let decay = -log(1 - 1 / Double(1 << weightLog)) / transmission
+        let longest = 31 / decay
+        guard let cellLog = (0..<32).first(where: { longest / Double(1 << $0) < 512 }) else { return nil }
+        var table = [UInt8](repeating: 31, count: 256)
+        table[0] = 0
+        for index in 1..<255 { table[index] = UInt8(min(31, Double(index << cellLog) * decay)) }
+        return REDOptions(
+            limit: limit, minimum: minimum, maximum: maximum, weightLog: UInt8(weightLog), probabilityLog: UInt8(probabilityLog),
+            cellLog: UInt8(cellLog), maxProbability: UInt32(min(probability * 4_294_967_296, Double(UInt32.max))), adaptive: adaptive,
+            idleTable: table)
+    }
+
+    /// The probability at `max` as a fraction.
+    public var probability: Double { Double(maxProbability) / 4_294_967_296 }
+
+    /// The flags' bits tc 6.x names in `TCA_RED_FLAGS`' selector: the historic ones and `nodrop`.
+    static let flagSelector = UInt32(TC_RED_ECN | TC_RED_HARDDROP | TC_RED_ADAPTATIVE | TC_RED_NODROP)
+
+    /// Appends `TCA_OPTIONS` as tc (`q_red.c`) lays it out: `PARMS`, `STAB`, `MAX_P`, `FLAGS`.
+    public func encode(into message: NetlinkMessageBuilder) {
+        let nest = message.beginNest(UInt16(TCA_OPTIONS))
+        var parameters = tc_red_qopt()
+        parameters.limit = limit
+        parameters.qth_min = minimum
+        parameters.qth_max = maximum
+        parameters.Wlog = weightLog
+        parameters.Plog = probabilityLog
+        parameters.Scell_log = cellLog
+        message.put(UInt16(TCA_RED_PARMS), structure: parameters)
+        message.put(UInt16(TCA_RED_STAB), bytes: idleTable)
+        message.put(UInt16(TCA_RED_MAX_P), uint32: maxProbability)
+        message.put(UInt16(TCA_RED_FLAGS), structure: nla_bitfield32(value: adaptive ? UInt32(TC_RED_ADAPTATIVE) : 0, selector: Self.flagSelector))
+        message.endNest(nest)
+    }
+
+    /// Decodes a red qdisc's `TCA_OPTIONS` payload as the kernel dumps it.
+    public static func decode(options: [UInt8]) throws(RouteNetlinkError) -> REDOptions {
+        var value = REDOptions(limit: 0, minimum: 0, maximum: 0, weightLog: 0, probabilityLog: 0, cellLog: 0, maxProbability: 0, adaptive: false)
+        var attributes = AttributeDecoder(options[...], operation: "decode red options")
+        var found = false
+        while attributes.next() {
+            switch Int(attributes.type) {
+            case TCA_RED_PARMS:
+                guard let parameters = attributes.structure(tc_red_qopt.self) else { continue }
+                found = true
+                value.limit = parameters.limit
+                value.minimum = parameters.qth_min
+                value.maximum = parameters.qth_max
+                value.weightLog = parameters.Wlog
+                value.probabilityLog = parameters.Plog
+                value.cellLog = parameters.Scell_log
+                if parameters.flags & UInt8(TC_RED_ADAPTATIVE) != 0 { value.adaptive = true }
+            case TCA_RED_MAX_P: value.maxProbability = attributes.uint32()
+            case TCA_RED_FLAGS:
+                if let flags = attributes.structure(nla_bitfield32.self), flags.value & UInt32(TC_RED_ADAPTATIVE) != 0 { value.adaptive = true }
+            default: break
+            }
+        }
+        if let error = attributes.error { throw .malformed(what: "red options", detail: error.description) }
+        guard found else { throw .malformed(what: "red options", detail: "no TCA_RED_PARMS") }
+        return value
+    }
+
+    /// `limit L min A max B probability P [adaptive]`, tc's arguments (with the logarithms tc shows).
+    public var arguments: String {
+        "limit \(limit)b min \(minimum)b max \(maximum)b probability \(probability)" + (adaptive ? " adaptive" : "")
+            + " Wlog \(weightLog) Plog \(probabilityLog) Scell_log \(cellLog)"
+    }
+}
+
 extension QdiscOptions {
     /// `bfifo limit BYTES`: a byte FIFO that drops arrivals beyond `limit` bytes (`tc_fifo_qopt`).
     public static func bfifo(limit: UInt32) -> QdiscOptions { fifo("bfifo", limit: limit) }
@@ -140,6 +279,11 @@ extension QdiscOptions {
     /// `pie limit N target T tupdate U alpha A beta B [ecn]`.
     public static func pie(_ options: PIEOptions) -> QdiscOptions {
         custom(kind: "pie", arguments: { options.arguments }) { options.encode(into: $0) }
+    }
+
+    /// `red limit L min A max B avpkt 1000 burst N probability P bandwidth R [adaptive]`.
+    public static func red(_ options: REDOptions) -> QdiscOptions {
+        custom(kind: "red", arguments: { options.arguments }) { options.encode(into: $0) }
     }
 }
 

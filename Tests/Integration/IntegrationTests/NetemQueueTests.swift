@@ -79,7 +79,8 @@ final class NetemQueueTests: ConditioningTestCase {
     /// Every queue the netem backend maps, applied in turn on the downlink (each a switch from the one
     /// before) and on the uplink's two leaves, and read back from the kernel: the qdisc it maps to hangs
     /// under a tbf under each netem, and `show` finds exactly what was sent (within the kernel's own
-    /// rounding: codel's 1024 ns units, pie's jiffies for `tupdate`) — the kernel took tc's encoding.
+    /// rounding: codel's 1024 ns units, pie's jiffies for `tupdate`; red's thresholds and logarithms exactly)
+    /// — the kernel took tc's encoding.
     func testEveryMappedQueueIsInstalledAndReadBackAsSent() throws {
         let measured = try makeMeasuredSandbox()
         let table = MeasurementTable(kind, "queues on netem: installed and read back")
@@ -89,6 +90,9 @@ final class NetemQueueTests: ConditioningTestCase {
             (#"{"discipline": "codel", "target": "2ms", "interval": "50ms", "limit": "300 packets"}"#, "codel"),
             (#"{"discipline": "pie", "target": "20ms", "tupdate": "30ms", "alpha": 0.25, "beta": 2}"#, "pie"),
             (#"{"discipline": "pie"}"#, "pie"),
+            // RED and ARED: tc's Wlog, Plog, Scell_log, table and max_P for the same arguments (ARED moves max_P).
+            (#"{"discipline": "red", "min": "30KB", "max": "90KB"}"#, "red"),
+            (#"{"discipline": "red", "min": "3KB", "max": "9KB", "probability": "10%", "burst": 40, "limit": "50KB", "adaptive": true}"#, "red"),
         ] {
             let conditions = #"{"rate": "2mbit", "delay": "10ms", "queue": \#(queue)}"#
             let profile = try ProfileParser.parse(

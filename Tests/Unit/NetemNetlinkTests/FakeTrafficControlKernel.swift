@@ -39,7 +39,7 @@ final class FakeTrafficControlKernel: @unchecked Sendable {
     var qdiscs: [Entry] = []
     var filters: [Filter] = []
     /// Qdisc kinds the "kernel" has (`sch_netem` missing is the host's case).
-    var kinds: Set<String> = ["netem", "prio", "pfifo", "noqueue", "tbf", "bfifo", "pfifo_head_drop", "codel", "pie"]
+    var kinds: Set<String> = ["netem", "prio", "pfifo", "noqueue", "tbf", "bfifo", "pfifo_head_drop", "codel", "pie", "red"]
     /// Changes a stored qdisc's options, as a kernel that does not hold what it was sent.
     var tamper: ((inout Entry) -> Void)?
     /// Changes a filter as it is stored (and so as it is echoed and dumped).

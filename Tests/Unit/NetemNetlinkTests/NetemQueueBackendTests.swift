@@ -100,6 +100,33 @@ extension NetemBackendTests {
         }
     }
 
+    /// RED and ARED become a red under the tbf, with what tc works out for the same arguments (the direction's
+    /// rate as its bandwidth: RedGoldenTests compares those with tc's own bytes), and read back as sent.
+    func testREDAndAREDMapToARedWithTcsParameters() throws {
+        for (queue, adaptive) in [(#"{"discipline": "red", "min": "30KB", "max": "90KB"}"#, false), (#"{"discipline": "red", "min": "30KB", "max": "90KB", "adaptive": true}"#, true)] {
+            let lab = try makeLab()
+            let sent = try profile(#""rate": "2mbit", "delay": "50ms", "queue": "# + queue)
+            try lab.backend.apply(sent)
+            XCTAssertEqual(tree(lab.router, 21), ["1: root netem", "101: 1:1 tbf", "201: 101:1 red"], queue)
+            let red = try REDOptions.decode(options: try XCTUnwrap(lab.router.qdiscs.first { $0.kind == "red" }).options)
+            guard case .red(let settings) = try XCTUnwrap(sent.downlink.queue).discipline else { return XCTFail(queue) }
+            let expected = try XCTUnwrap(
+                REDOptions.evaluate(
+                    limit: 360_000, minimum: 30_000, maximum: 90_000, weightLog: try XCTUnwrap(settings.weightLog), probability: 0.02, averagePacket: 1000,
+                    bytesPerSecond: 250_000, adaptive: adaptive, clock: .current()))
+            XCTAssertEqual(red.limit, 360_000, "RED's limit: 4 × max")
+            XCTAssertEqual([red.minimum, red.maximum, UInt32(red.weightLog), UInt32(red.probabilityLog), UInt32(red.cellLog)], [30_000, 90_000, 5, 22, 17])
+            XCTAssertEqual(red.adaptive, adaptive)
+            var held = expected
+            held.idleTable = red.idleTable
+            XCTAssertEqual(red, held)
+            XCTAssertEqual(expected.idleTable.count, 256)
+            let shown = try XCTUnwrap(try lab.backend.installed(in: lab.backend.sandbox.look()).first { $0.site.direction == .downlink })
+            let text = try XCTUnwrap(shown.stages[0].text)
+            XCTAssertTrue(text.contains("queue red min 30KB max 90KB probability 2%"), text)
+        }
+    }
+
     func testTheUplinksMainAndDNSLeavesEachGetTheirStack() throws {
         let lab = try makeLab()
         try lab.backend.apply(try profile(#""delay": "10ms""#, uplink: #""rate": "1mbit", "queue": {"discipline": "codel", "limit": "100 packets"}"#))
@@ -163,8 +190,8 @@ extension NetemBackendTests {
 
     func testQueuesTheKernelCannotHoldAreRefusedBeforeAnyNetlinkWrite() throws {
         for (members, words) in [
-            (#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB"}"#, "a RED queue"),
-            (#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "adaptive": true}"#, "an ARED queue"),
+            (#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "limit": "5GB"}"#, "a RED queue of min 30000 B, max 90000 B, limited to 5GB"),
+            (#""rate": "1mbit", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "adaptive": true, "limit": "5GB"}"#, "an ARED queue of min 30000 B, max 90000 B, limited to 5GB"),
             (#""rate": "1mbit", "queue": {"discipline": "drophead", "limit": "64KB"}"#, "a drophead queue limited to 64KB"),
             (#""rate": "1mbit", "queue": {"discipline": "codel", "limit": "64KB"}"#, "a codel queue limited to 64KB"),
             (#""rate": "1mbit", "queue": {"discipline": "pie", "alpha": 0.1}"#, "a pie alpha of 0.1"),

@@ -192,11 +192,39 @@ final class TrafficControlGoldenTests: XCTestCase {
         for (name, filter) in filterCases {
             cases[name] = Case(command: filter.command) { _, client in try client.addFilter(filter.filter, on: "x0", parent: handle1) }
         }
+        for (name, red) in redCases {
+            cases[name] = Case(command: red.command) { fixture, client in
+                let options = try XCTUnwrap(
+                    REDOptions.evaluate(
+                        limit: red.limit, minimum: red.minimum, maximum: red.maximum, weightLog: red.weightLog, probability: red.probability,
+                        averagePacket: 1000, bytesPerSecond: red.bytesPerSecond, adaptive: red.adaptive, clock: try fixture.packetSchedulerClock))
+                try client.replaceQdisc(on: "x0", handle: handle1, options: .red(options))
+            }
+        }
         return cases
     }()
 
+    /// RED cases: tc's command and the values linkcond works from; `weightLog` is what tc's
+    /// `tc_red_eval_ewma` finds for the burst (REDSettings.weightLog works it out the same way, see
+    /// ProfileFidelityTests).
+    static let redCases: [String: (command: String, limit: UInt32, minimum: UInt32, maximum: UInt32, weightLog: Int, probability: Double,
+        bytesPerSecond: UInt64, adaptive: Bool)] = [
+        "red-bandwidth-2mbit": (
+            "tc -n NS qdisc replace dev x0 root handle 1: red limit 360000 min 30000 max 90000 avpkt 1000 burst 50 probability 0.02 bandwidth 2mbit",
+            360_000, 30_000, 90_000, 5, 0.02, 250_000, false
+        ),
+        "red-adaptive-250kbit": (
+            "tc -n NS qdisc replace dev x0 root handle 1: red limit 360000 min 30000 max 90000 avpkt 1000 probability 0.02 bandwidth 250kbit adaptive",
+            360_000, 30_000, 90_000, 5, 0.02, 31_250, true
+        ),
+        "red-steep-probability": (
+            "tc -n NS qdisc replace dev x0 root handle 1: red limit 50000 min 3000 max 9000 avpkt 1000 burst 40 probability 0.1 bandwidth 10mbit",
+            50_000, 3000, 9000, 9, 0.1, 1_250_000, false
+        ),
+    ]
+
     /// Test groups: every case name starts with one of these and a test below runs each group.
-    static let groups = ["netem", "prio", "filter"]
+    static let groups = ["netem", "prio", "filter", "red"]
 
     // MARK: Golden bytes
 
@@ -211,6 +239,38 @@ final class TrafficControlGoldenTests: XCTestCase {
     func testNetemRequestsMatchIproute2() throws { try assertGroupMatches("netem") }
     func testPrioRequestsMatchIproute2() throws { try assertGroupMatches("prio") }
     func testFilterRequestsMatchIproute2() throws { try assertGroupMatches("filter") }
+    func testRedRequestsMatchIproute2() throws { try assertGroupMatches("red") }
+
+    /// A red read back as the kernel dumps it (the thresholds as sent, the adaptive flag in the historic
+    /// byte and the bitfield, no table) decodes to what was sent, less the table.
+    func testRedOptionsDecodeAsTheKernelDumpsThem() throws {
+        let sent = try XCTUnwrap(
+            REDOptions.evaluate(
+                limit: 360_000, minimum: 30_000, maximum: 90_000, weightLog: 5, probability: 0.02, averagePacket: 1000, bytesPerSecond: 31_250,
+                adaptive: true, clock: .standard))
+        XCTAssertEqual(sent.idleTable.count, 256)
+        XCTAssertEqual(sent.probability, 0.02, accuracy: 1e-9)
+        var parameters = tc_red_qopt()
+        parameters.limit = 360_000
+        parameters.qth_min = 30_000
+        parameters.qth_max = 90_000
+        parameters.Wlog = sent.weightLog
+        parameters.Plog = sent.probabilityLog
+        parameters.Scell_log = sent.cellLog
+        parameters.flags = UInt8(TC_RED_ADAPTATIVE)
+        let builder = NetlinkMessageBuilder(type: UInt16(RTM_NEWQDISC), flags: 0)
+        let nest = builder.beginNest(UInt16(TCA_OPTIONS))
+        builder.put(UInt16(TCA_RED_PARMS), structure: parameters)
+        builder.put(UInt16(TCA_RED_MAX_P), uint32: sent.maxProbability)
+        builder.endNest(nest)
+        let message = try XCTUnwrap(try NetlinkMessage.parse(datagram: try builder.finish()).first)
+        var options = AttributeDecoder(message.payload[...], operation: "test")
+        XCTAssertTrue(options.next())
+        var expected = sent
+        expected.idleTable = []
+        XCTAssertEqual(try REDOptions.decode(options: Array(options.payload)), expected)
+        XCTAssertThrowsError(try REDOptions.decode(options: [])) { error in XCTAssertTrue("\(error)".contains("no TCA_RED_PARMS"), "\(error)") }
+    }
 
     func testEveryCaseIsInATestGroup() {
         for name in Self.cases.keys {

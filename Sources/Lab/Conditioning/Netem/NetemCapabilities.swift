@@ -4,7 +4,7 @@ import Sandboxing
 extension NetemBackend {
     /// Refuses what netem cannot do, before anything touches the kernel: a trace-driven direction (a delivery,
     /// delay or loss trace: netem has none; the userspace engine replays them), a queue the kernel's qdiscs
-    /// cannot hold (``NetemMapping/queueQdisc(for:)``: RED, a DropHead, CoDel or PIE limit in bytes, odd units,
+    /// cannot hold (``NetemMapping/queueQdisc(for:clock:)``: a DropHead, CoDel or PIE limit in bytes, a RED one not in bytes, odd units,
     /// a queue beyond netem's `limit` without a rate), and more targets than one filter priority range holds.
     ///
     /// Targets are netem's too: u32 filters in front of the netem bands match the far end's prefix, protocol

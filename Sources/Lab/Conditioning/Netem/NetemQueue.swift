@@ -4,7 +4,7 @@ import RouteNetlink
 /// The qdisc that holds a direction's queue when netem's own `limit` (a DropTail in packets) cannot: it
 /// sits under a `tbf` that carries the direction's rate, itself under the netem (see ``NetemStack``).
 enum NetemQueueQdisc: Sendable, Equatable {
-    /// `bfifo limit BYTES`: DropTail by bytes (and by time: rate × time, see ``NetemMapping/queueQdisc(for:)``).
+    /// `bfifo limit BYTES`: DropTail by bytes (and by time: rate × time, see ``NetemMapping/queueQdisc(for:clock:)``).
     case bfifo(bytes: UInt32)
     /// `pfifo_head_drop limit N`: DropHead in packets.
     case headDrop(packets: UInt32)
@@ -12,6 +12,8 @@ enum NetemQueueQdisc: Sendable, Equatable {
     case codel(CoDelOptions)
     /// `pie limit N target T tupdate U alpha A beta B`.
     case pie(PIEOptions)
+    /// `red limit L min A max B avpkt 1000 burst N probability P bandwidth RATE [adaptive]`: RED and ARED.
+    case red(REDOptions)
 
     /// The qdisc kind (`TCA_KIND`).
     var kind: String {
@@ -20,6 +22,7 @@ enum NetemQueueQdisc: Sendable, Equatable {
         case .headDrop: "pfifo_head_drop"
         case .codel: "codel"
         case .pie: "pie"
+        case .red: "red"
         }
     }
 
@@ -30,6 +33,7 @@ enum NetemQueueQdisc: Sendable, Equatable {
         case .headDrop(let packets): .pfifoHeadDrop(limit: packets)
         case .codel(let options): .codel(options)
         case .pie(let options): .pie(options)
+        case .red(let options): .red(options)
         }
     }
 
@@ -40,6 +44,7 @@ enum NetemQueueQdisc: Sendable, Equatable {
         case .headDrop(let packets): packets
         case .codel(let options): options.limit
         case .pie(let options): options.limit
+        case .red(let options): options.limit / 64 + 1
         }
     }
 
@@ -47,6 +52,7 @@ enum NetemQueueQdisc: Sendable, Equatable {
     /// bfifo the kernel puts under a new tbf until this qdisc is grafted in its place).
     func byteCapacity(frame: UInt32) -> UInt32 {
         if case .bfifo(let bytes) = self { return bytes }
+        if case .red(let options) = self { return options.limit }
         return UInt32(clamping: UInt64(packetCapacity) * UInt64(frame))
     }
 
@@ -66,6 +72,11 @@ enum NetemQueueQdisc: Sendable, Equatable {
                         target: UInt64(options.target) * 1000, updateInterval: UInt64(options.updateInterval) * 1000,
                         alpha: Double(options.alpha) / 16, beta: Double(options.beta) / 16)),
                 limit: .packets(options.limit))
+        case .red(let options):
+            // The burst is not read back (the kernel holds the weight it gave, Wlog): RED's own default.
+            LinkQueue(
+                .red(REDSettings(minimum: UInt64(options.minimum), maximum: UInt64(options.maximum), probability: options.probability, adaptive: options.adaptive)),
+                limit: .bytes(UInt64(options.limit)))
         }
     }
 
@@ -76,6 +87,7 @@ enum NetemQueueQdisc: Sendable, Equatable {
         case "pfifo_head_drop": .headDrop(packets: try FifoOptions.decodeLimit(options: qdisc.options))
         case "codel": .codel(try CoDelOptions.decode(options: qdisc.options))
         case "pie": .pie(try PIEOptions.decode(options: qdisc.options))
+        case "red": .red(try REDOptions.decode(options: qdisc.options))
         default: nil
         }
     }
@@ -106,6 +118,16 @@ enum NetemQueueQdisc: Sendable, Equatable {
             check("alpha", sent.alpha, held.alpha, times: false)
             check("beta", sent.beta, held.beta, times: false)
             if sent.ecn != held.ecn { differences.append("pie ecn: sent \(sent.ecn), kernel has \(held.ecn)") }
+        case let (.red(sent), .red(held)):
+            check("limit", sent.limit, held.limit, times: false)
+            check("min", sent.minimum, held.minimum, times: false)
+            check("max", sent.maximum, held.maximum, times: false)
+            check("Wlog", UInt32(sent.weightLog), UInt32(held.weightLog), times: false)
+            check("Plog", UInt32(sent.probabilityLog), UInt32(held.probabilityLog), times: false)
+            check("Scell_log", UInt32(sent.cellLog), UInt32(held.cellLog), times: false)
+            // ARED moves max_P as it runs.
+            if !sent.adaptive { check("max_P", sent.maxProbability, held.maxProbability, times: false) }
+            if sent.adaptive != held.adaptive { differences.append("red adaptive: sent \(sent.adaptive), kernel has \(held.adaptive)") }
         default: differences.append("queue: sent \(kind), kernel has \(read.kind)")
         }
         return differences
@@ -240,19 +262,16 @@ extension NetemMapping {
     /// The qdisc that carries `conditions`' queue under a tbf: nil when netem's own `limit` is the queue (no
     /// queue, or a DropTail in packets). A DropTail by time becomes a bfifo of rate × time bytes plus one
     /// full frame, so a full-size frame is accepted exactly when the engine accepts it (when what waits
-    /// ahead of it leaves within the time). Throws what the kernel's qdiscs cannot hold: RED and ARED, a
-    /// DropHead, CoDel or PIE limit in bytes, times that are not whole microseconds, PIE weights that are
-    /// not sixteenths, and any of these queues without a rate.
-    static func queueQdisc(for conditions: LinkConditions) throws(NetemQueueRefusal) -> NetemQueueQdisc? {
+    /// ahead of it leaves within the time). RED and ARED become a red with the parameters tc works out for
+    /// the same arguments (``REDOptions/evaluate(limit:minimum:maximum:weightLog:probability:averagePacket:bytesPerSecond:adaptive:clock:)``,
+    /// the direction's rate as its `bandwidth`). Throws what the kernel's qdiscs cannot hold: a DropHead,
+    /// CoDel or PIE limit in bytes, a RED limit that is not in bytes or parameters tc would refuse, times
+    /// that are not whole microseconds, PIE weights that are not sixteenths, and any of these queues
+    /// without a rate.
+    static func queueQdisc(for conditions: LinkConditions, clock: PacketSchedulerClock = .current()) throws(NetemQueueRefusal) -> NetemQueueQdisc? {
         guard let queue = conditions.queue else { return nil }
         let name = queue.discipline.name
         if queue.discipline == .dropTail, queue.limit.isPackets { return nil }
-        if case .red(let settings) = queue.discipline {
-            throw NetemQueueRefusal(
-                what: "a\(settings.adaptive ? "n ARED" : " RED") queue",
-                why: "linkcond does not map RED to the kernel's red (its averaging and probability tables, Wlog, Plog, Scell_log "
-                    + "and the STAB, are not worked out as tc does)")
-        }
         guard let rate = conditions.rate else {
             throw NetemQueueRefusal(
                 what: "a \(name) queue of \(queue.limit) without a rate",
@@ -308,8 +327,30 @@ extension NetemMapping {
                 PIEOptions(
                     target: try microseconds(settings.target, "target"), updateInterval: try microseconds(settings.updateInterval, "tupdate"),
                     alpha: try sixteenths(settings.alpha, "alpha"), beta: try sixteenths(settings.beta, "beta"), limit: try packets("pie")))
-        case .red:
-            return nil
+        case .red(let settings):
+            let what = "a\(settings.adaptive ? "n ARED" : " RED") queue of min \(settings.minimum) B, max \(settings.maximum) B"
+            guard case .bytes(let bytes) = queue.limit, let limit = UInt32(exactly: bytes),
+                let minimum = UInt32(exactly: settings.minimum), let maximum = UInt32(exactly: settings.maximum)
+            else {
+                throw NetemQueueRefusal(
+                    what: "\(what), limited to \(queue.limit)",
+                    why: "the kernel's red counts its limit and thresholds in bytes, at most \(UInt32.max) (32 bits)")
+            }
+            guard let weightLog = settings.weightLog else {
+                throw NetemQueueRefusal(
+                    what: "\(what) and a burst of \(settings.effectiveBurst) packets",
+                    why: "tc refuses a burst below 1 + min/avpkt (\(1 + settings.minimum / REDSettings.averagePacket) packets of \(REDSettings.averagePacket) bytes)")
+            }
+            guard
+                let options = REDOptions.evaluate(
+                    limit: limit, minimum: minimum, maximum: maximum, weightLog: weightLog, probability: settings.probability,
+                    averagePacket: UInt32(REDSettings.averagePacket), bytesPerSecond: rate / 8, adaptive: settings.adaptive, clock: clock)
+            else {
+                throw NetemQueueRefusal(
+                    what: "\(what) at probability \(settings.probability) on \(TrafficControlText.rate(bitsPerSecond: rate))",
+                    why: "tc finds no probability slope or idle-damping cell for them (Plog and Scell_log must be below 32)")
+            }
+            return .red(options)
         }
     }
 }
