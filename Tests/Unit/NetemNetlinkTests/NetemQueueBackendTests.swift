@@ -113,7 +113,7 @@ extension NetemBackendTests {
             let expected = try XCTUnwrap(
                 REDOptions.evaluate(
                     limit: 360_000, minimum: 30_000, maximum: 90_000, weightLog: try XCTUnwrap(settings.weightLog), probability: 0.02, averagePacket: 1000,
-                    bytesPerSecond: 250_000, adaptive: adaptive, clock: .current()))
+                    bytesPerSecond: 250_000, adaptive: adaptive, clock: lab.backend.clock))
             XCTAssertEqual(red.limit, 360_000, "RED's limit: 4 × max")
             XCTAssertEqual([red.minimum, red.maximum, UInt32(red.weightLog), UInt32(red.probabilityLog), UInt32(red.cellLog)], [30_000, 90_000, 5, 22, 17])
             XCTAssertEqual(red.adaptive, adaptive)

@@ -163,15 +163,15 @@ public struct NetemBackend: ConditioningBackend {
     @discardableResult
     public func apply(_ profile: Profile, links: Set<Sandbox.ClientLink>?, in transaction: SandboxTransaction) throws(SandboxError) -> ApplyReport {
         // Everything that can fail without the kernel (what netem cannot do, distribution tables) is done first.
-        try Self.checkSupported(profile)
+        try Self.checkSupported(profile, clock: clock)
         let memory = self.memory
         let tables = { (name: String) throws(RouteNetlinkError) -> [Int16] in try memory.distribution(name) }
         let plan = try Self.wrap { () throws(RouteNetlinkError) in
             NetemPlan(
-                uplink: try NetemMapping.stack(for: profile.uplink, distributions: tables),
-                uplinkDNS: try NetemMapping.stack(for: profile.uplink, extraDelay: profile.dnsDelay, distributions: tables),
-                uplinkDNSOnly: try NetemMapping.stack(for: .unconditioned, extraDelay: profile.dnsDelay, distributions: tables),
-                downlink: try NetemMapping.stack(for: profile.downlink, distributions: tables),
+                uplink: try NetemMapping.stack(for: profile.uplink, distributions: tables, clock: clock),
+                uplinkDNS: try NetemMapping.stack(for: profile.uplink, extraDelay: profile.dnsDelay, distributions: tables, clock: clock),
+                uplinkDNSOnly: try NetemMapping.stack(for: .unconditioned, extraDelay: profile.dnsDelay, distributions: tables, clock: clock),
+                downlink: try NetemMapping.stack(for: profile.downlink, distributions: tables, clock: clock),
                 targets: profile.targets)
         }
         let sites = Self.sites(of: sandbox.topology, state: try transaction.upState(), links: links)
@@ -241,7 +241,7 @@ public struct NetemBackend: ConditioningBackend {
                         conditions = read.conditions
                         limit = read.netem.limit
                         if let expected = recorded.flatMap({ Self.expectedConditions(of: $0, site: site, parent: qdisc.parent) }) {
-                            let sent = try? NetemMapping.stack(for: expected.conditions, extraDelay: expected.extraDelay, distributions: { _ in [] })
+                            let sent = try? NetemMapping.stack(for: expected.conditions, extraDelay: expected.extraDelay, distributions: { _ in [] }, clock: clock)
                             agrees = sent.map { read.differences(sent: $0, frame: nil, clock: clock).isEmpty } ?? false
                             if agrees == true {
                                 var shown = expected.conditions
@@ -333,7 +333,7 @@ public struct NetemBackend: ConditioningBackend {
             for qdisc in netems {
                 guard let place = Self.expectedConditions(of: profile, site: site, parent: qdisc.parent),
                     let read = try? NetemStackReading(netem: qdisc, among: qdiscs, clock: clock),
-                    let sent = try? NetemMapping.stack(for: place.conditions, extraDelay: place.extraDelay, distributions: { _ in [] }),
+                    let sent = try? NetemMapping.stack(for: place.conditions, extraDelay: place.extraDelay, distributions: { _ in [] }, clock: clock),
                     read.differences(sent: sent, frame: nil, clock: clock).isEmpty
                 else { return false }
             }

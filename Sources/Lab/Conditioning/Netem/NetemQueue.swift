@@ -242,14 +242,16 @@ extension NetemMapping {
     static let ethernetFrame: UInt32 = 1514
 
     /// The netem leaf for `conditions` (see ``NetemStack``), with `extraDelay` added to the netem's delay.
+    /// `clock` is the kernel's packet-scheduler clock (a red's idle-damping table is in its ticks).
     static func stack(
         for conditions: LinkConditions, extraDelay: UInt64 = 0,
-        distributions: (String) throws(RouteNetlinkError) -> [Int16] = { name throws(RouteNetlinkError) in try NetemDistribution.load(name) }
+        distributions: (String) throws(RouteNetlinkError) -> [Int16] = { name throws(RouteNetlinkError) in try NetemDistribution.load(name) },
+        clock: PacketSchedulerClock
     ) throws(RouteNetlinkError) -> NetemStack {
         var netem = try parameters(for: conditions, extraDelay: extraDelay, distributions: distributions)
         let queue: NetemQueueQdisc?
         do {
-            queue = try queueQdisc(for: conditions)
+            queue = try queueQdisc(for: conditions, clock: clock)
         } catch {
             throw .invalidArgument("\(error.what): \(error.why)")
         }
@@ -268,7 +270,7 @@ extension NetemMapping {
     /// CoDel or PIE limit in bytes, a RED limit that is not in bytes or parameters tc would refuse, times
     /// that are not whole microseconds, PIE weights that are not sixteenths, and any of these queues
     /// without a rate.
-    static func queueQdisc(for conditions: LinkConditions, clock: PacketSchedulerClock = .current()) throws(NetemQueueRefusal) -> NetemQueueQdisc? {
+    static func queueQdisc(for conditions: LinkConditions, clock: PacketSchedulerClock) throws(NetemQueueRefusal) -> NetemQueueQdisc? {
         guard let queue = conditions.queue else { return nil }
         let name = queue.discipline.name
         if queue.discipline == .dropTail, queue.limit.isPackets { return nil }
