@@ -59,12 +59,24 @@ public enum NamespaceMark {
 
     /// Who the namespace called `name` belongs to, judged against `marker`.
     public static func owner(of name: String, marker: String) -> Owner {
-        guard NamedNamespace.exists(name), let namespace = try? NamedNamespace(existing: name), namespace.isMounted else { return .nothing }
-        guard let connection = try? namespace.openNetlinkConnection(),
-            let alias = try? RouteNetlinkClient(connection: connection, namespace: name).link(named: "lo").alias,
-            alias.hasPrefix(prefix)
-        else { return .unmarked }
-        return alias == text(for: marker) ? .ours : .other(mark: alias)
+        owners(of: [name], marker: marker)[0]
+    }
+
+    /// Who each of the namespaces called `names` belongs to, judged against `marker`; their connections are
+    /// opened from one thread (``NamedNamespace/openNetlinkConnections(_:)``).
+    public static func owners(of names: [String], marker: String) -> [Owner] {
+        let namespaces = names.map { name in (try? NamedNamespace(existing: name)).flatMap { $0.isMounted ? $0 : nil } }
+        let present = namespaces.compactMap { $0 }
+        var connections = (present.isEmpty ? [] : NamedNamespace.openNetlinkConnections(present)).makeIterator()
+        let mark = text(for: marker)
+        return namespaces.map { namespace in
+            guard let namespace else { return .nothing }
+            guard let connection = connections.next() ?? nil,
+                let alias = try? RouteNetlinkClient(connection: connection, namespace: namespace.name).link(named: "lo").alias,
+                alias.hasPrefix(prefix)
+            else { return .unmarked }
+            return alias == mark ? .ours : .other(mark: alias)
+        }
     }
 
     /// Whose a namespace is, to be said after "it is": `linkcond's sandbox 'NAME' of the store DIR

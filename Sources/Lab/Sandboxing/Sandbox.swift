@@ -235,10 +235,8 @@ public struct Sandbox: Sendable {
     /// The namespaces by this sandbox's names that are not its own (another store's sandbox of the same
     /// name, or a namespace made by hand), with their owners (``NamespaceMark``).
     public func foreignNamespaces() -> [(name: String, owner: NamespaceMark.Owner)] {
-        topology.allNamespaces.compactMap { name in
-            let owner = NamespaceMark.owner(of: name, marker: marker)
-            return owner.isRemovable ? nil : (name, owner)
-        }
+        let names = topology.allNamespaces
+        return zip(names, NamespaceMark.owners(of: names, marker: marker)).compactMap { name, owner in owner.isRemovable ? nil : (name, owner) }
     }
 
     /// The marker in the environment of this sandbox's processes.

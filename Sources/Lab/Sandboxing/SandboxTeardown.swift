@@ -49,8 +49,8 @@ extension Sandbox {
         for process in processes where process.terminate() {
             report.stoppedProcesses.append("\(process.role.rawValue) pid \(process.pid)")
         }
-        for name in topology.allNamespaces.reversed() {
-            let owner = NamespaceMark.owner(of: name, marker: marker)
+        let names = topology.allNamespaces
+        for (name, owner) in zip(names, NamespaceMark.owners(of: names, marker: marker)).reversed() {
             guard owner.isRemovable else {
                 report.notes.append("left \(name) alone: it is \(NamespaceMark.whose(owner))")
                 continue
