@@ -78,6 +78,12 @@ struct ContainerLikeTopology {
         for (links, name) in [(appLinks, "eth0"), (serverLinks, "eth0"), (gatewayLinks, "app0"), (gatewayLinks, "srv0")] {
             XCTAssertTrue(try eventually(timeout: 5) { try links.link(named: name).operationalState == .up }, "\(name) is not operationally up")
         }
+        // And the app's IPv6 address is in use: the kernel adds its local route (table local) from a work
+        // queue a moment after the link is up (an attach that read eth0 before it once found the stand-in
+        // with a route eth0 had not had).
+        XCTAssertTrue(
+            try eventually(timeout: 5) { try appLinks.routes(family: .inet6).contains { $0.type == .local && $0.destination?.address == appIPv6.address } },
+            "the app's \(appIPv6) has no local route")
         return ContainerLikeTopology(app: app, gateway: gateway, server: server)
     }
 }
