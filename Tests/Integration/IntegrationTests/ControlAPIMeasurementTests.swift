@@ -74,7 +74,16 @@ final class ControlAPIMeasurementTests: SandboxTestCase {
         XCTAssertTrue(slow.allSatisfy { !$0.wasAnswered }, "slow clients were cut before the apply was answered")
         slow.append(try api.openSlow())
         XCTAssertTrue(eventually(timeout: 2) { server.activeConnections == 128 })
-        XCTAssertEqual(try api.request("GET", "/v1/sandboxes").status, 503)
+        let full = try api.request("GET", "/v1/sandboxes").status
+        let sinceFirst = Double(MonotonicClock.nanoseconds() - started) / 1e9
+        // 503 while all 128 are within their 5 s; a machine so loaded that getting here took longer has cut
+        // the first slow clients already (408), and then a 200 is right — never before.
+        if sinceFirst < server.configuration.requestDeadline {
+            XCTAssertEqual(full, 503, "a 129th connection was served while 128 were open, \(sinceFirst) s after the first")
+        } else {
+            XCTAssertTrue(full == 503 || full == 200, "\(full) after \(sinceFirst) s")
+            print("measurement: the 129th connection came \(String(format: "%.1f", sinceFirst)) s after the first (the machine was loaded), past the request deadline: \(full)")
+        }
         XCTAssertTrue(eventually(timeout: 8) { slow.allSatisfy(\.wasAnswered) })
         let cutAfter = Double(MonotonicClock.nanoseconds() - started) / 1e9
         XCTAssertEqual(try api.request("POST", "/v1/sandboxes/\(name)/apply", body: #"{"profile": "3g"}"#).status, 200)
