@@ -35,3 +35,39 @@ final class MachineStallTests: IntegrationTestCase {
         XCTAssertLessThan(stalls.count, 4, "\(stalls)")
     }
 }
+
+/// The second way the machine can fail a timing check: an engine thread kept waiting for a CPU. Made for real:
+/// a process with an engine's name and command line (`…/linkcond engine`, here Python under that name) starts a
+/// thread `lc-downlink` that spins on CPU 0 beside a busy loop pinned to the same CPU, so the kernel runs each
+/// about half the time; another such process has an `lc-uplink` thread that only sleeps, and never waits.
+final class EngineStarvationTests: IntegrationTestCase {
+    func testAnEngineThreadKeptFromTheCPUIsSeenAndASleepingOneIsNot() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lcit-fake-engine-\(getpid())-\(UniqueName.next())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: directory) }
+        let fake = directory.appendingPathComponent("linkcond")
+        try FileManager.default.createSymbolicLink(atPath: fake.path, withDestinationPath: "/usr/bin/python3")
+        let forwarding = "import ctypes, sys, threading, time\n"
+            + "def forward():\n"
+            + "    ctypes.CDLL(None).prctl(15, sys.argv[2].encode(), 0, 0, 0)\n"
+            + "    end = time.monotonic() + 0.8\n"
+            + "    while time.monotonic() < end:\n"
+            + "        if sys.argv[3] != 'spin': time.sleep(0.01)\n"
+            + "thread = threading.Thread(target=forward)\n"
+            + "thread.start()\n"
+            + "thread.join()\n"
+        func start(_ thread: String, _ mode: String) throws -> Process {
+            try Process.run(URL(fileURLWithPath: "/usr/bin/taskset"), arguments: ["-c", "0", fake.path, "-c", forwarding, "engine", thread, mode])
+        }
+        let starved = try start("lc-downlink", "spin")
+        let idle = try start("lc-uplink", "sleep")
+        usleep(200_000)  // both have exec'd: the watch reads each command line once
+        let watch = MachineStallWatch()
+        let rival = try Process.run(URL(fileURLWithPath: "/usr/bin/taskset"), arguments: ["-c", "0", "timeout", "0.7", "sh", "-c", "while :; do :; done"])
+        for process in [starved, idle, rival] { process.waitUntilExit() }
+        let stalls = watch.stop()
+        XCTAssertEqual([starved, idle].map(\.terminationStatus), [0, 0], "the stand-in engines did not run to their end")
+        XCTAssertTrue(stalls.contains { $0.starvedThread == "lc-downlink of pid \(starved.processIdentifier)" }, "\(stalls)")
+        XCTAssertFalse(stalls.contains { $0.starvedThread == "lc-uplink of pid \(idle.processIdentifier)" }, "\(stalls)")
+    }
+}
