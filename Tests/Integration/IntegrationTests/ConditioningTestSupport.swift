@@ -912,6 +912,33 @@ struct QueueBurst {
         /// Frames the backend dropped meanwhile (``MeasuredSandbox/drops(_:)``); -1 without conditions.
         var drops: Int
         var sendSeconds: Double
+        /// When each frame's send returned, CLOCK_MONOTONIC nanoseconds: the engine stamps its arrival
+        /// microseconds later (KernelArrivalStamps), so a sender the machine paused mid-burst shows here as
+        /// the gap it made on the wire.
+        var sendTimes: [UInt64] = []
+    }
+
+    /// A DropTail queue of `limit` frames before a transmitter that takes `service` nanoseconds a frame (the
+    /// engine's model, DirectionEmulator: a frame counts from its arrival until it leaves the transmitter),
+    /// fed the frames at `arrivals`: how many it drops, and how many would wait at once with no limit.
+    static func dropTail(arrivals: [UInt64], service: UInt64, limit: Int) -> (drops: Int, unlimitedPeak: Int) {
+        func run(_ limit: Int) -> (drops: Int, peak: Int) {
+            var leaving: [UInt64] = []  // when each admitted frame leaves the transmitter, in order
+            var first = 0
+            var drops = 0
+            var peak = 0
+            for arrival in arrivals {
+                while first < leaving.count, leaving[first] <= arrival { first += 1 }
+                if leaving.count - first >= limit {
+                    drops += 1
+                    continue
+                }
+                leaving.append(max(arrival, leaving.last ?? 0) + service)
+                peak = max(peak, leaving.count - first)
+            }
+            return (drops, peak)
+        }
+        return (run(limit).drops, run(.max).peak)
     }
 
     /// Sends the burst `direction`-wise, waits `settle` seconds (or, by default, the 300 ms delay plus the burst's
@@ -940,11 +967,13 @@ struct QueueBurst {
         let port = Self.port(of: receiver)
         let dropsBefore = try measured.drops(direction)
         let bytes = [UInt8](repeating: 0x5a, count: payload)
-        var sent = 0
+        var sendTimes: [UInt64] = []
+        sendTimes.reserveCapacity(count)
         let start = Date()
         for _ in 0..<count where TestSocket.send(sender, bytes, to: toAddress, port: port) == 0 {
-            sent += 1
+            sendTimes.append(MonotonicClock.nanoseconds())
         }
+        let sent = sendTimes.count
         let sendSeconds = Date().timeIntervalSince(start)
         // The delay, the burst's time on the link, and some slack; then read until all arrived or 1.5 s pass with nothing.
         let wait = settle ?? (0.3 + Double(count * wireBytes(payload: payload) * 8) / 50e6 + 0.4)
@@ -952,7 +981,9 @@ struct QueueBurst {
         var received = 0
         while received < sent, (try? TestSocket.receive(receiver)) != nil { received += 1 }
         let dropsAfter = try measured.drops(direction)
-        return Result(sent: sent, received: received, drops: dropsBefore < 0 ? -1 : dropsAfter - dropsBefore, sendSeconds: sendSeconds)
+        return Result(
+            sent: sent, received: received, drops: dropsBefore < 0 ? -1 : dropsAfter - dropsBefore, sendSeconds: sendSeconds,
+            sendTimes: sendTimes)
     }
 
     static func force(_ fd: Int32, _ option: Int32, _ size: Int32) {
