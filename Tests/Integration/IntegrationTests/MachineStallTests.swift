@@ -39,7 +39,9 @@ final class MachineStallTests: IntegrationTestCase {
 /// The second way the machine can fail a timing check: an engine thread kept waiting for a CPU. Made for real:
 /// a process with an engine's name and command line (`…/linkcond engine`, here Python under that name) starts a
 /// thread `lc-downlink` that spins on CPU 0 beside a busy loop pinned to the same CPU, so the kernel runs each
-/// about half the time; another such process has an `lc-uplink` thread that only sleeps, and never waits.
+/// about half the time; another such process has an `lc-uplink` thread that wakes five times a second on the same
+/// CPU and needs next to nothing. (One that woke every 10 ms waited 115 ms in a second on a CI-loaded machine,
+/// a millisecond a wake-up: the count is of all waiting, so a thread that asks for the CPU often waits often.)
 final class EngineStarvationTests: IntegrationTestCase {
     func testAnEngineThreadKeptFromTheCPUIsSeenAndASleepingOneIsNot() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lcit-fake-engine-\(getpid())-\(UniqueName.next())")
@@ -52,7 +54,7 @@ final class EngineStarvationTests: IntegrationTestCase {
             + "    ctypes.CDLL(None).prctl(15, sys.argv[2].encode(), 0, 0, 0)\n"
             + "    end = time.monotonic() + 0.8\n"
             + "    while time.monotonic() < end:\n"
-            + "        if sys.argv[3] != 'spin': time.sleep(0.01)\n"
+            + "        if sys.argv[3] != 'spin': time.sleep(0.2)\n"
             + "thread = threading.Thread(target=forward)\n"
             + "thread.start()\n"
             + "thread.join()\n"
