@@ -219,7 +219,8 @@ public struct SandboxStore: Sendable, Equatable {
         }
     }
 
-    /// Writes the state atomically: a temporary file of this process, renamed over the old one.
+    /// Writes the state atomically: a temporary file of this process put in the old one's place
+    /// (``FileReplacement/replace(_:with:)``).
     public func save(_ state: SandboxState) throws(SandboxError) {
         let path = path(for: state.name)
         let temporary = "\(directory)/\(temporaryPrefix(state.name))\(getpid())"
@@ -239,7 +240,7 @@ public struct SandboxStore: Sendable, Equatable {
             // it cost an apply 0.5 to 4 ms.
             do throws(SystemError) {
                 try file.closeAfter { () throws(SystemError) in try file.writeAll(state.fileText.utf8) }
-                _ = try systemCall("rename \(temporary)") { rename(temporary, path) }
+                try FileReplacement.replace(path, with: temporary)
             } catch {
                 unlink(temporary)
                 throw SandboxError.state(path: path, detail: "cannot be written (\(error.errno))")
