@@ -141,7 +141,7 @@ enum ProcessBench {
         if failures.pair > 0 { notes.append("\(failures.pair) of \(iterations) tc pairs failed or timed out") }
         let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
         notes.append("host without netem: linkcond applies edge↔3g through the userspace engine; tc replaces a tbf on each end of a veth pair (2 processes); load average \(load)")
-        notes.append("the store \(store) is on \(filesystemName(store)): an apply saves the state twice (pending, then confirmed), each by a rename over the last")
+        notes.append("the store \(store) is on \(filesystemName(store)): an apply saves the state twice (pending, then confirmed), each put in place by RENAME_EXCHANGE and an unlink (a rename over the last waited for the disk there)")
         let pairName = "tc -n … qdisc replace ×2 (tbf)"
         var wallPeers = Summary(pair.map(\.wall)).map { [pairName: $0] } ?? [:]
         // pyroute2 as a script (a process per change, as a tool built on it runs): a tbf on each end.
@@ -220,7 +220,8 @@ enum HealthProbe {
 }
 
 /// The filesystem `path` is on, from `/proc/self/mounts` (the longest mount point above it): its type, and
-/// `discard` when it is mounted so (each block a rename or truncation frees then waits for the disk).
+/// `discard` when it is mounted so (a rename over a file, or a truncation, then waits for the disk:
+/// FileReplacement in the system layer).
 func filesystemName(_ path: String) -> String {
     guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return "an unknown filesystem" }
     var best: (point: String, type: String, options: [Substring])?
@@ -232,5 +233,5 @@ func filesystemName(_ path: String) -> String {
         if inside, point.count >= (best?.point.count ?? -1) { best = (point, String(fields[2]), fields[3].split(separator: ",")) }
     }
     guard let best else { return "an unknown filesystem" }
-    return best.type + (best.options.contains("discard") ? " mounted 'discard' (a block a rename frees waits for the disk)" : "")
+    return best.type + (best.options.contains("discard") ? " mounted 'discard'" : "")
 }
