@@ -61,6 +61,9 @@ public struct Qdisc: Sendable, Equatable {
     public var options: [UInt8]
     /// `TCA_STATS2`: the counters.
     public var statistics: QdiscStatistics
+    /// `TCA_STATS_APP` within `TCA_STATS2` (or the older `TCA_XSTATS`): the kind's own counters, raw
+    /// (`struct tc_codel_xstats`, `tc_pie_xstats`, `tc_red_xstats`…); ``dropReasons`` reads them.
+    public var applicationStatistics: [UInt8] = []
 
     /// Decodes an `RTM_NEWQDISC` message.
     public static func decode(_ message: NetlinkMessage) throws(RouteNetlinkError) -> Qdisc {
@@ -77,6 +80,7 @@ public struct Qdisc: Sendable, Equatable {
             switch Int(attributes.type) {
             case TCA_KIND: qdisc.kind = attributes.string()
             case TCA_OPTIONS: qdisc.options = Array(attributes.payload)
+            case TCA_XSTATS where qdisc.applicationStatistics.isEmpty: qdisc.applicationStatistics = Array(attributes.payload)
             case TCA_STATS2:
                 var stats = attributes.nested()
                 while stats.next() {
@@ -93,6 +97,7 @@ public struct Qdisc: Sendable, Equatable {
                             qdisc.statistics.backlogBytes = queue.backlog
                             qdisc.statistics.queueLength = queue.qlen
                         }
+                    case TCA_STATS_APP: qdisc.applicationStatistics = Array(stats.payload)
                     default: break
                     }
                 }

@@ -38,6 +38,8 @@ public struct InstalledSite: Sendable, Equatable {
         public var backlogPackets: UInt64
         /// The engine's own counters, which netem does not keep apart; nil for qdiscs.
         public var engine: EngineCounters?
+        /// Why an active queue qdisc (codel, pie, red) dropped, from its own counters; nil for other stages.
+        public var queueDrops: QueueDrops?
         /// What the reader should know about this stage (the backend cannot hold part of the profile as
         /// written, for example).
         public var notes: [String] = []
@@ -65,6 +67,30 @@ public struct InstalledSite: Sendable, Equatable {
 
         /// The conditions as `show` prints them (``ConditionsText``).
         public var text: String? { conditions.map { ConditionsText.describe($0, limit: limit) } }
+    }
+
+    /// Why a kernel queue discipline dropped packets (`tc -s qdisc show`'s `drop_overlimit`/`overlimit`/`pdrop`,
+    /// its early drops, `ecn_mark`/`marked`), since the qdisc was made: each apply makes it anew.
+    public struct QueueDrops: Sendable, Equatable {
+        /// `codel`, `pie` or `red`: the name its own drops go by, as in the engine's queue drops.
+        public var discipline: String
+        /// Packets dropped because the queue was full.
+        public var tail: UInt64
+        /// Packets the discipline dropped to keep the queue short.
+        public var early: UInt64
+        /// Packets marked ECN Congestion Experienced instead.
+        public var ecnMarked: UInt64
+
+        /// The reasons of `discipline`.
+        public init(discipline: String, tail: UInt64, early: UInt64, ecnMarked: UInt64) {
+            self.discipline = discipline
+            self.tail = tail
+            self.early = early
+            self.ecnMarked = ecnMarked
+        }
+
+        /// `queue drops: tail 3, codel 12, ECN-marked 0`.
+        public var text: String { "queue drops: tail \(tail), \(discipline) \(early), ECN-marked \(ecnMarked)" }
     }
 
     /// Counters the userspace engine keeps per direction beyond netem's, since the conditions were last
@@ -218,6 +244,11 @@ extension InstalledSite.Stage {
                     ])))
             }
             members.append(("engine", .object(counters)))
+        }
+        if let queueDrops {
+            members.append((
+                "queueDrops",
+                .object([("tail", count(queueDrops.tail)), (queueDrops.discipline, count(queueDrops.early)), ("ecnMarked", count(queueDrops.ecnMarked))])))
         }
         if !notes.isEmpty { members.append(("notes", .array(notes.map(JSONValue.string)))) }
         return .object(members)

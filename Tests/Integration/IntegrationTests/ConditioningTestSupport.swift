@@ -734,6 +734,8 @@ struct NetemTCQdisc {
     var packets: Int
     var drops: Int
     var backlogPackets: Int
+    /// Every member tc printed for it (a codel's `drop_overlimit`, `ecn_mark`… are at this level).
+    var fields: [String: Any] = [:]
 
     static func show(namespace: String, interface: String) throws -> [NetemTCQdisc] {
         guard Command.isAvailable(Command.tc) else { throw MissingTool(path: Command.tc) }
@@ -749,7 +751,7 @@ struct NetemTCQdisc {
                 kind: entry["kind"] as? String ?? "?", handle: entry["handle"] as? String ?? "?",
                 parent: entry["parent"] as? String, root: NetemTCJSON.bool(entry["root"]) ?? false,
                 options: entry["options"] as? [String: Any] ?? [:], packets: NetemTCJSON.int(entry["packets"]) ?? 0,
-                drops: NetemTCJSON.int(entry["drops"]) ?? 0, backlogPackets: NetemTCJSON.int(entry["qlen"]) ?? 0)
+                drops: NetemTCJSON.int(entry["drops"]) ?? 0, backlogPackets: NetemTCJSON.int(entry["qlen"]) ?? 0, fields: entry)
         }
     }
 }

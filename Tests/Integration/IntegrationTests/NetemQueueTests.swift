@@ -59,6 +59,7 @@ final class NetemQueueTests: ConditioningTestCase {
                 let codel = try XCTUnwrap(try uplinkStages(measured).first { $0.kind == "codel" })
                 table.check(codel.dropped > 0, "codel drops", "uplink", expected: "> 0", measured: "\(codel.dropped) dropped, \(codel.sentPackets) sent",
                             "the kernel's codel dropped nothing under a bulk flow")
+                try checkDropReasons(of: codel, measured, table)
             }
         }
         let dropTail = queueing["droptail"] ?? .nan
@@ -115,6 +116,26 @@ final class NetemQueueTests: ConditioningTestCase {
     }
 
     /// The stages `show` reads back for the uplink of the wifi link.
+    /// The codel's drops by reason as `show` reads them (``Qdisc/dropReasons``) against tc's own decoding of
+    /// the same counters (`tc -s -j qdisc show`: `drops`, `drop_overlimit`, `ecn_mark`), read right after;
+    /// the flow is over, so nothing moves between the two reads. Its own drops must be most of them: the
+    /// 1000-packet limit is far above what a 2 Mbit/s upload keeps queued under CoDel.
+    private func checkDropReasons(of codel: InstalledSite.Stage, _ measured: MeasuredSandbox, _ table: MeasurementTable) throws {
+        let site = try XCTUnwrap(try measured.backend.installed().first { $0.site.direction == .uplink && $0.site.link == "wifi" })
+        let tc = try XCTUnwrap(
+            try NetemTCQdisc.show(namespace: site.site.namespace, interface: site.site.interface).first { $0.kind == "codel" }, "tc shows no codel")
+        let tcTail = NetemTCJSON.int(tc.fields["drop_overlimit"])
+        let tcMarked = NetemTCJSON.int(tc.fields["ecn_mark"])
+        let ours = codel.queueDrops
+        let measuredText = ours.map { "\($0.text) (dropped \(codel.dropped))" } ?? "none"
+        let expected = "tail \(tcTail.map(String.init) ?? "?"), codel \(tcTail.map { String(tc.drops - $0) } ?? "?"), ECN-marked \(tcMarked.map(String.init) ?? "?") (tc)"
+        table.check(
+            ours != nil && tcTail != nil && tcMarked != nil && Int(ours!.tail) == tcTail && Int(ours!.early) == tc.drops - tcTail!
+                && Int(ours!.ecnMarked) == tcMarked && Int(codel.dropped) == tc.drops && ours!.early > 0,
+            "codel drops by reason", "uplink", expected: expected, measured: measuredText,
+            "show's codel drops by reason are not tc's decoding of the same counters, or codel dropped nothing itself (tc: \(tc.fields))")
+    }
+
     private func uplinkStages(_ measured: MeasuredSandbox) throws -> [InstalledSite.Stage] {
         let site = try XCTUnwrap(try measured.backend.installed().first { $0.site.direction == .uplink && $0.site.link == "wifi" })
         return site.stages

@@ -73,7 +73,9 @@ enum AttachedCommands {
                 if let engine = stage.engine {
                     Output.print("      lost \(engine.lost), queue-dropped \(engine.queueDropped), duplicated \(engine.duplicated), corrupted \(engine.corrupted), reordered \(engine.reordered)"
                         + (engine.receiveOverruns > 0 ? ", receive overruns \(engine.receiveOverruns) (the engine fell behind)" : ""))
+                    Output.print("      " + ConditionCommands.queueLine(engine))
                 }
+                if let queueDrops = stage.queueDrops { Output.print("      " + queueDrops.text) }
             }
         }
         return 0

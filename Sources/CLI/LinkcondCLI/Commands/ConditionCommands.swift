@@ -194,6 +194,7 @@ enum ConditionCommands {
                         Output.print("      since the engine started: offered \(totals.offered), sent \(totals.sent), lost \(totals.lost), queue-dropped \(totals.queueDropped)")
                     }
                 }
+                if let queueDrops = stage.queueDrops { Output.print("      " + queueDrops.text) }
                 for note in stage.notes { Output.print("      note: \(note)") }
             }
         }

@@ -265,6 +265,9 @@ public struct NetemBackend: ConditioningBackend {
                         dropped: UInt64(qdisc.statistics.drops), overlimits: UInt64(qdisc.statistics.overlimits),
                         backlogBytes: UInt64(qdisc.statistics.backlogBytes), backlogPackets: UInt64(qdisc.statistics.queueLength)))
                     stages[stages.count - 1].notes = notes
+                    stages[stages.count - 1].queueDrops = qdisc.dropReasons.map {
+                        InstalledSite.QueueDrops(discipline: qdisc.kind, tail: $0.limit, early: $0.early, ecnMarked: $0.ecnMarked)
+                    }
                 }
                 result.append(InstalledSite(site: site, stages: stages))
             }
