@@ -152,7 +152,15 @@ final class AttachmentContainerTests: SandboxTestCase {
         XCTAssertTrue(clear.status == 0 && clear.output.contains("cleared the conditions of attachment '\(names[1])'"), clear.output + clear.errorOutput)
         let cleared = try ping(containers[1], server)
         XCTAssertTrue((cleared ?? 1000) < 100, "the second container is not unconditioned after clear: \(cleared ?? -1) ms")
-        XCTAssertTrue((840...900).contains(try ping(containers[0], server, count: 2) ?? 0), "the first container lost its edge at the second's clear")
+        // Which conditions the first container has after the second's clear: the engine still holds edge (read
+        // back), and its round trip is edge's — never below its 840 ms of delays, and short of edge with 3g's
+        // 200 ms on top (or edge twice). The timing itself is judged above (840–900 ms, median of 5) and, with
+        // controls, in the conditioning suite; here a CI-loaded machine once took the slower of two pings past
+        // 900 ms, which says nothing about which profile the container has.
+        let kept = try linkcond(["show", "--name", names[0]], store: store)
+        XCTAssertTrue(kept.output.contains("profile 'edge'") && kept.output.contains("rate 240kbit delay 400ms"), "after the second's clear: \(kept.output)")
+        let after = try ping(containers[0], server, count: 3)
+        XCTAssertTrue((840..<1040).contains(after ?? 0), "the first container lost its edge at the second's clear: \(after.map { "\($0) ms" } ?? "no answer") (median of 3)")
 
         for (index, name) in names.enumerated() {
             // `down --name` reaches an attachment's detach.

@@ -920,10 +920,13 @@ struct QueueBurst {
         var sendTimes: [UInt64] = []
     }
 
-    /// A DropTail queue of `limit` frames before a transmitter that takes `service` nanoseconds a frame (the
-    /// engine's model, DirectionEmulator: a frame counts from its arrival until it leaves the transmitter),
-    /// fed the frames at `arrivals`: how many it drops, and how many would wait at once with no limit.
-    static func dropTail(arrivals: [UInt64], service: UInt64, limit: Int) -> (drops: Int, unlimitedPeak: Int) {
+    /// A DropTail queue of `limit` frames fed the frames at `arrivals`, each held `delay` nanoseconds and then
+    /// by a transmitter that takes `service` nanoseconds a frame: a frame counts from its arrival until it
+    /// leaves, at max(arrival + delay, the frame before's leaving) + service. With no delay that is the
+    /// engine's transmit queue (DirectionEmulator; its delay line does not count); with the delay, netem's
+    /// (`netem_enqueue` with a rate: every packet it holds counts against its limit). Returns how many it
+    /// drops, and how many would be held at once with no limit.
+    static func dropTail(arrivals: [UInt64], service: UInt64, limit: Int, delay: UInt64 = 0) -> (drops: Int, unlimitedPeak: Int) {
         func run(_ limit: Int) -> (drops: Int, peak: Int) {
             var leaving: [UInt64] = []  // when each admitted frame leaves the transmitter, in order
             var first = 0
@@ -935,7 +938,7 @@ struct QueueBurst {
                     drops += 1
                     continue
                 }
-                leaving.append(max(arrival, leaving.last ?? 0) + service)
+                leaving.append(max(arrival + delay, leaving.last ?? 0) + service)
                 peak = max(peak, leaving.count - first)
             }
             return (drops, peak)
