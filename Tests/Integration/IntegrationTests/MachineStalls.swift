@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinkcondBase
+import LinkcondSystem
 import Synchronization
 import XCTest
 
@@ -151,12 +152,10 @@ struct EngineThreadWaits {
 
     /// A small /proc file (they report a size of 0, so it is read until the end, not to a size).
     private static func read(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        return count > 0 ? String(decoding: bytes[..<count], as: UTF8.self) : nil
+        guard let file = try? FileDescriptor.open(path, .readOnly),
+            let bytes = try? file.closeAfter({ () throws(SystemError) in try file.readToEnd(maximumCount: 4096) }), !bytes.isEmpty
+        else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
