@@ -214,6 +214,25 @@ public struct REDSettings: Sendable, Equatable {
         }
         return nil
     }
+
+    /// The burst that gives the averaging weight 2^−`weightLog` (what a kernel's red reports, its `Wlog`;
+    /// the burst itself is not kept): `nil` when tc's default burst gives it, else the smallest burst that
+    /// does — every burst tc maps to the same weight makes the same queue. Still `nil` when no burst does.
+    public func burst(givingWeightLog weightLog: Int) -> UInt32? {
+        var probe = self
+        probe.burst = nil
+        if probe.weightLog == weightLog { return nil }
+        // The weight's log never falls as the burst grows: the first burst that reaches it.
+        var low = UInt32(clamping: 1 + minimum / Self.averagePacket)
+        var high = UInt32.max
+        while low < high {
+            probe.burst = low + (high - low) / 2
+            // No weight at all for a burst this large: past every log there is.
+            if probe.weightLog.map({ $0 >= weightLog }) ?? true { high = probe.burst! } else { low = probe.burst! + 1 }
+        }
+        probe.burst = low
+        return probe.weightLog == weightLog ? low : nil
+    }
 }
 
 extension LinkConditions {

@@ -127,6 +127,32 @@ extension NetemBackendTests {
         }
     }
 
+    /// A red the record does not agree with is shown as the kernel holds it, its burst found from the
+    /// weight the kernel kept (not printed as tc's default).
+    func testARedTheRecordDisagreesWithShowsTheBurstOfItsWeight() throws {
+        let lab = try makeLab()
+        try lab.backend.apply(try profile(#""rate": "2mbit", "delay": "50ms", "queue": {"discipline": "red", "min": "30KB", "max": "90KB", "burst": 400}"#))
+        let agreeing = try XCTUnwrap(try lab.backend.installed(in: lab.backend.sandbox.look()).first { $0.site.direction == .downlink })
+        XCTAssertEqual(agreeing.stages[0].agreesWithRecord, true)
+        XCTAssertTrue(try XCTUnwrap(agreeing.stages[0].text).contains("probability 2% burst 400 limit"), agreeing.stages[0].text ?? "")
+        lab.router.qdiscs = lab.router.qdiscs.map { entry in
+            guard entry.kind == "red", var options = try? REDOptions.decode(options: entry.options) else { return entry }
+            options.maxProbability /= 2  // 1% at max, not 2%
+            var changed = entry
+            changed.options = QdiscOptionsBytes.red(options)
+            return changed
+        }
+        let tampered = try XCTUnwrap(try lab.backend.installed(in: lab.backend.sandbox.look()).first { $0.site.direction == .downlink })
+        XCTAssertEqual(tampered.stages[0].agreesWithRecord, false)
+        var sent = REDSettings(minimum: 30_000, maximum: 90_000, burst: 400)
+        let log = try XCTUnwrap(sent.weightLog)
+        sent.burst = nil
+        XCTAssertNotEqual(sent.weightLog, log, "burst 400 gives another weight than the default's")
+        let burst = try XCTUnwrap(sent.burst(givingWeightLog: log))
+        let text = try XCTUnwrap(tampered.stages[0].text)
+        XCTAssertTrue(text.contains("queue red min 30KB max 90KB probability 1% burst \(burst) limit"), text)
+    }
+
     func testTheUplinksMainAndDNSLeavesEachGetTheirStack() throws {
         let lab = try makeLab()
         try lab.backend.apply(try profile(#""delay": "10ms""#, uplink: #""rate": "1mbit", "queue": {"discipline": "codel", "limit": "100 packets"}"#))
@@ -221,6 +247,12 @@ extension NetemBackendTests {
 /// kernel would.
 enum QdiscOptionsBytes {
     static func codel(_ options: CoDelOptions) -> [UInt8] {
+        let message = NetlinkMessageBuilder(type: 0, flags: 0)
+        options.encode(into: message)
+        return Array(message.bytes.dropFirst(MemoryLayout<nlmsghdr>.size + 4))
+    }
+
+    static func red(_ options: REDOptions) -> [UInt8] {
         let message = NetlinkMessageBuilder(type: 0, flags: 0)
         options.encode(into: message)
         return Array(message.bytes.dropFirst(MemoryLayout<nlmsghdr>.size + 4))

@@ -86,6 +86,31 @@ final class ProfileFidelityTests: XCTestCase {
         try roundTrip(LinkConditions(rate: 1_000_000, queue: .dropTail(.time(250_000_000))))
     }
 
+    /// A kernel's red keeps the weight (Wlog), not the burst: the burst read back is tc's default when that
+    /// gives the weight, else the smallest burst that does, whose weight is the same.
+    func testREDsBurstIsFoundFromTheWeightItGave() throws {
+        let base = REDSettings(minimum: 30_000, maximum: 90_000)
+        XCTAssertEqual(base.effectiveBurst, 50)
+        XCTAssertNil(base.burst(givingWeightLog: try XCTUnwrap(base.weightLog)), "the default burst's weight reads back as the default")
+        var weights: Set<Int> = []
+        for burst: UInt32 in [31, 40, 60, 100, 400, 3000, 100_000] {
+            var sent = base
+            sent.burst = burst
+            let log = try XCTUnwrap(sent.weightLog, "\(burst)")
+            weights.insert(log)
+            guard log != base.weightLog else { continue }  // the default's weight: read back as the default
+            let found = try XCTUnwrap(base.burst(givingWeightLog: log), "\(burst)")
+            var read = base
+            read.burst = found
+            XCTAssertEqual(read.weightLog, log, "burst \(burst) read back as \(found)")
+            XCTAssertLessThanOrEqual(found, burst)
+            read.burst = found - 1
+            XCTAssertNotEqual(read.weightLog, log, "\(found) is the smallest burst of that weight")
+        }
+        XCTAssertGreaterThanOrEqual(weights.count, 5, "the bursts tried span several weights")
+        XCTAssertNil(base.burst(givingWeightLog: 1), "no burst above min/avpkt gives a weight of 1/2")
+    }
+
     func testBadQueuesAreRefusedWithTheirPath() throws {
         func refused(_ members: String, _ path: String, _ problem: String, file: StaticString = #filePath, line: UInt = #line) throws {
             let error = try XCTUnwrap(downlinkError(members, file: file, line: line), file: file, line: line)

@@ -1,3 +1,4 @@
+import Glibc
 import Profiles
 import RouteNetlink
 
@@ -72,12 +73,20 @@ enum NetemQueueQdisc: Sendable, Equatable {
                         target: UInt64(options.target) * 1000, updateInterval: UInt64(options.updateInterval) * 1000,
                         alpha: Double(options.alpha) / 16, beta: Double(options.beta) / 16)),
                 limit: .packets(options.limit))
-        case .red(let options):
-            // The burst is not read back (the kernel holds the weight it gave, Wlog): RED's own default.
-            LinkQueue(
-                .red(REDSettings(minimum: UInt64(options.minimum), maximum: UInt64(options.maximum), probability: options.probability, adaptive: options.adaptive)),
-                limit: .bytes(UInt64(options.limit)))
+        case .red(let options): LinkQueue(.red(Self.settings(of: options)), limit: .bytes(UInt64(options.limit)))
         }
+    }
+
+    /// A red's settings; the kernel keeps the weight the burst gave (`Wlog`), not the burst: the burst
+    /// that gives that weight. The probability is the kernel's 32-bit fraction to 6 significant digits, as
+    /// tc prints it (`%lg`): 1% is held as 0.0099999998.
+    static func settings(of options: REDOptions) -> REDSettings {
+        let scale = pow(10, 5 - floor(log10(max(options.probability, 1e-12))))
+        var settings = REDSettings(
+            minimum: UInt64(options.minimum), maximum: UInt64(options.maximum), probability: (options.probability * scale).rounded() / scale,
+            adaptive: options.adaptive)
+        settings.burst = settings.burst(givingWeightLog: Int(options.weightLog))
+        return settings
     }
 
     /// The qdisc `qdisc` is, when it is one of these kinds.
