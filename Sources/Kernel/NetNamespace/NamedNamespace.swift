@@ -166,7 +166,7 @@ public struct NamedNamespace: Sendable, Hashable {
         }
         do throws(SystemError) {
             try file.closeAfter { () throws(SystemError) in try file.writeAll(contents.utf8) }
-            _ = try systemCall("rename \(temporary)") { rename(temporary, path) }
+            try FileReplacement.replace(path, with: temporary)
         } catch {
             unlink(temporary)
             throw .system(operation: "write \(path)", errno: error.errno.rawValue)

@@ -234,7 +234,7 @@ public struct SandboxStore: Sendable, Equatable {
             } catch {
                 throw SandboxError.state(path: temporary, detail: "cannot be created (\(error.errno))")
             }
-            // Not fsync'ed: the rename is what makes the write atomic for every reader, and a crash of the
+            // Not fsync'ed: the replacement is what makes the write atomic for every reader, and a crash of the
             // machine, the one thing fsync guards against, takes the namespaces the file describes with it
             // (the default store, /run, is a tmpfs on most systems, where fsync does nothing anyway). On a disk
             // it cost an apply 0.5 to 4 ms.

@@ -65,10 +65,11 @@ public enum ReportWriter {
             unlink(temporary)
             throw .io(path: temporary, operation: "close", errno: error.errno.rawValue)
         }
-        if rename(temporary, path) != 0 {
-            let code = errno
+        do throws(SystemError) {
+            try FileReplacement.replace(path, with: temporary)
+        } catch {
             unlink(temporary)
-            throw .io(path: path, operation: "replace", errno: code)
+            throw .io(path: path, operation: "replace", errno: error.errno.rawValue)
         }
     }
 }
