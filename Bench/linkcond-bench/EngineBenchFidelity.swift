@@ -38,7 +38,18 @@ enum EngineFidelityBench {
 
     static let jitterDelay: UInt64 = 20_000_000
     static let jitterSpread: UInt64 = 2_000_000
-    static let jitterSeconds = 10.0
+    /// Long enough that σ's estimate moves by less than 2% from run to run (``sigmaStandardError``).
+    static let jitterSeconds = 30.0
+    /// The ordered model's correlation length for normal jitter: 6.44 × the jitter (SmoothJitter.slopeBound).
+    static let jitterCorrelationLength = 6.44 * Double(jitterSpread) / 1e9
+
+    /// The relative standard error of σ estimated from `seconds` of the ordered model's delays, densely
+    /// sampled: for a Gaussian process with the Matérn-3/2 covariance ρ(τ) = (1 + λτ)e^(−λτ), λ = √3/ℓ, the
+    /// sample variance's variance is 2σ⁴/T × ∫ρ² over the real line = 5σ⁴/(λT), so σ's is ½√(5/(λT)):
+    /// 3.0% over 10 s, 1.7% over 30 s.
+    static var sigmaStandardError: Double {
+        0.5 * (5 / (3.0.squareRoot() / jitterCorrelationLength * jitterSeconds)).squareRoot()
+    }
 
     /// One rate's measurement of the ordered jitter.
     struct JitterRun {
@@ -46,17 +57,58 @@ enum EngineFidelityBench {
         var frames: Int
         var mean: Double
         var deviation: Double
+        /// The spread from the quartiles, (p75 − p25) / 1.349, milliseconds: a normal's σ, which a few frames
+        /// held up by a stall of the machine hardly move (the plain σ squares their lateness).
+        var robustDeviation: Double
         var arrivedEarly: Int
         var orderHolds: UInt64
         /// The one-way times' median and 95th percentile, milliseconds.
         var median: Double
         var p95: Double
+        /// The engine's own departure lateness over the run (the send's return less the due time).
+        var lateness: LatencyHistogram
+
+        /// The lateness's mean and standard deviation, milliseconds, from the histogram's bucket midpoints
+        /// (about 6% resolution).
+        var latenessMoments: (mean: Double, deviation: Double) {
+            guard lateness.count > 0 else { return (.nan, .nan) }
+            var sum = 0.0
+            var squares = 0.0
+            for (index, count) in lateness.counts.enumerated() where count > 0 {
+                let range = LatencyHistogram.bucketRange(index)
+                let middle = (Double(range.lowerBound) + Double(range.upperBound)) / 2 / 1e6
+                sum += Double(count) * middle
+                squares += Double(count) * middle * middle
+            }
+            let mean = sum / Double(lateness.count)
+            return (mean, max(0, squares / Double(lateness.count) - mean * mean).squareRoot())
+        }
+
+        /// The frames that left more than `milliseconds` late.
+        func lateFrames(over milliseconds: Double) -> UInt64 {
+            let bound = UInt64(milliseconds * 1e6)
+            return lateness.counts.enumerated().reduce(0) { $0 + (LatencyHistogram.bucketRange($1.offset).lowerBound > bound ? $1.element : 0) }
+        }
+
+        /// What the spread and the engine's lateness were, against the profile's.
+        var measured: String {
+            let wantDeviation = Double(jitterSpread) / 1e6
+            let late = latenessMoments
+            // Lateness independent of the drawn delay adds its variance to the delay's.
+            let corrected = max(0, deviation * deviation - late.deviation * late.deviation).squareRoot()
+            return String(
+                format: "σ %.3f ms (%+.1f%%; the estimate's own standard error ±%.1f%%), from the quartiles %.3f ms (%+.1f%%), less the engine's lateness variance %.3f ms (%+.1f%%); "
+                    + "engine lateness mean %.3f ms, σ %.3f ms, p99 %.3f ms, maximum %.2f ms, %llu frames over 1 ms late",
+                deviation, (deviation / wantDeviation - 1) * 100, sigmaStandardError * 100, robustDeviation, (robustDeviation / wantDeviation - 1) * 100,
+                corrected, (corrected / wantDeviation - 1) * 100, late.mean, late.deviation, Double(lateness.quantile(0.99) ?? 0) / 1e6,
+                Double(lateness.maximum) / 1e6, lateFrames(over: 1))
+        }
 
         var text: String {
-            let (wantMean, wantDeviation) = (Double(jitterDelay) / 1e6, Double(jitterSpread) / 1e6)
+            let wantMean = Double(jitterDelay) / 1e6
             return String(
-                format: "%6@ frames/s: %6d frames, mean %.3f ms (%+.1f%%), σ %.3f ms (%+.1f%%), arrived before an earlier one %d, order holds %llu",
-                rate.formatted(), frames, mean, (mean / wantMean - 1) * 100, deviation, (deviation / wantDeviation - 1) * 100, arrivedEarly, orderHolds)
+                format: "%6@ frames/s: %6d frames, mean %.3f ms (%+.1f%%), %@; arrived before an earlier one %d, order holds %llu",
+                rate.formatted(), frames, mean, (mean / wantMean - 1) * 100, measured, arrivedEarly, orderHolds)
         }
     }
 
@@ -67,12 +119,14 @@ enum EngineFidelityBench {
             client: lab.client, clientInterface: "wl0", serverNamespace: lab.router, serverInterface: "c-wl0", server: BenchLab.routerV4,
             port: 40_620, rate: rate, seconds: jitterSeconds, settle: 0.2)
         let counters = try runtime.perform(on: .uplink) { $0.counters }
+        let lateness = runtime.statistics(of: .uplink).lateness
         let values = result.oneWay.map { Double($0) / 1e6 }
         let mean = values.reduce(0, +) / Double(max(values.count, 1))
         let variance = values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(max(values.count - 1, 1))
         return JitterRun(
-            rate: rate, frames: values.count, mean: mean, deviation: variance.squareRoot(), arrivedEarly: result.overtaking,
-            orderHolds: counters.orderHolds, median: percentile(values, 0.5), p95: percentile(values, 0.95))
+            rate: rate, frames: values.count, mean: mean, deviation: variance.squareRoot(),
+            robustDeviation: (percentile(values, 0.75) - percentile(values, 0.25)) / 1.349, arrivedEarly: result.overtaking,
+            orderHolds: counters.orderHolds, median: percentile(values, 0.5), p95: percentile(values, 0.95), lateness: lateness)
     }
 
     static func printJitter() {
@@ -185,9 +239,12 @@ extension EngineFidelityBench {
                     rows.append(BenchRow(
                         operation: "engine: one-way delay, delay 20 ms jitter 2 ms normal (ordered), \(rate.formatted()) frames/s, capture stamps",
                         ours_us: Summary(median: run.median * 1000, p95: run.p95 * 1000, samples: run.frames), floor_us: nil, peers: [:],
-                        notes: [String(
-                            format: "mean %.3f ms (%+.1f%% of the profile's 20 ms), σ %.3f ms (%+.1f%% of its 2 ms); %d overtook an earlier one, %llu order holds",
-                            run.mean, (run.mean / 20 - 1) * 100, run.deviation, (run.deviation / 2 - 1) * 100, run.arrivedEarly, run.orderHolds)]))
+                        notes: [
+                            String(
+                                format: "mean %.3f ms (%+.1f%% of the profile's 20 ms); %d overtook an earlier one, %llu order holds",
+                                run.mean, (run.mean / 20 - 1) * 100, run.arrivedEarly, run.orderHolds),
+                            "against the profile's σ of 2 ms: " + run.measured,
+                        ]))
                 } catch {
                     rows.append(BenchRow(operation: "engine: ordered jitter at \(rate) frames/s", ours_us: nil, floor_us: nil, peers: [:], notes: ["failed: \(error)"]))
                 }
