@@ -19,115 +19,131 @@ extension ProfileCatalog {
         ("2g", #"""
 {
   "name": "2g",
-  "description": "2G: 280 kbit/s down, 256 kbit/s up, 800 ms round trip split into 400 ms each way. WebPageTest connectivity profile \"2G\" (its bandwidths are in kilobits; it splits the RTT in half per direction); sitespeed.io's \"2g\" has the same numbers.",
+  "description": "2G: 280 kbit/s down, 256 kbit/s up, 800 ms round trip split into 400 ms each way. WebPageTest connectivity profile \"2G\" (its bandwidths are in kilobits; it splits the RTT in half per direction); sitespeed.io's \"2g\" has the same numbers. Buffer: a DropTail of 37 packets down and 34 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "280kbit",
-    "delay": "400ms"
+    "delay": "400ms",
+    "queue": "37 packets"
   },
   "uplink": {
     "rate": "256kbit",
-    "delay": "400ms"
+    "delay": "400ms",
+    "queue": "34 packets"
   }
 }
 """#),
         ("3g-lossy", #"""
 {
   "name": "3g-lossy",
-  "description": "3G with 1% downlink loss: 780 kbit/s down, 330 kbit/s up, 100 ms each way. Older (Xcode 4 era) Apple Network Link Conditioner preset \"3G, Lossy\", which is \"3G, Average\" with 1% downlink loss.",
+  "description": "3G with 1% downlink loss: 780 kbit/s down, 330 kbit/s up, 100 ms each way. Older (Xcode 4 era) Apple Network Link Conditioner preset \"3G, Lossy\", which is \"3G, Average\" with 1% downlink loss. Buffer: a DropTail of 103 packets down and 44 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "780kbit",
     "delay": "100ms",
-    "loss": "1%"
+    "loss": "1%",
+    "queue": "103 packets"
   },
   "uplink": {
     "rate": "330kbit",
-    "delay": "100ms"
+    "delay": "100ms",
+    "queue": "44 packets"
   }
 }
 """#),
         ("3g", #"""
 {
   "name": "3g",
-  "description": "3G: 780 kbit/s down, 330 kbit/s up, 100 ms each way. Apple Network Link Conditioner preset \"3G\"; the numbers are those of the older preset \"3G, Average\" (not confirmed for the current preset).",
+  "description": "3G: 780 kbit/s down, 330 kbit/s up, 100 ms each way. Apple Network Link Conditioner preset \"3G\"; the numbers are those of the older preset \"3G, Average\" (not confirmed for the current preset). Buffer: a DropTail of 103 packets down and 44 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "780kbit",
-    "delay": "100ms"
+    "delay": "100ms",
+    "queue": "103 packets"
   },
   "uplink": {
     "rate": "330kbit",
-    "delay": "100ms"
+    "delay": "100ms",
+    "queue": "44 packets"
   }
 }
 """#),
         ("4g", #"""
 {
   "name": "4g",
-  "description": "4G: 9000 kbit/s each way, 170 ms round trip split into 85 ms each way. WebPageTest connectivity profile \"4G\" (its bandwidths are in kilobits; it splits the RTT in half per direction).",
+  "description": "4G: 9000 kbit/s each way, 170 ms round trip split into 85 ms each way. WebPageTest connectivity profile \"4G\" (its bandwidths are in kilobits; it splits the RTT in half per direction). Buffer: a DropTail of 1189 packets each way, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "9000kbit",
-    "delay": "85ms"
+    "delay": "85ms",
+    "queue": "1189 packets"
   },
   "uplink": {
     "rate": "9000kbit",
-    "delay": "85ms"
+    "delay": "85ms",
+    "queue": "1189 packets"
   }
 }
 """#),
         ("cable", #"""
 {
   "name": "cable",
-  "description": "Cable: 5000 kbit/s down, 1000 kbit/s up, 28 ms round trip split into 14 ms each way. WebPageTest connectivity profile \"Cable\" (its bandwidths are in kilobits; it splits the RTT in half per direction); sitespeed.io's \"cable\" has the same numbers.",
+  "description": "Cable: 5000 kbit/s down, 1000 kbit/s up, 28 ms round trip split into 14 ms each way. WebPageTest connectivity profile \"Cable\" (its bandwidths are in kilobits; it splits the RTT in half per direction); sitespeed.io's \"cable\" has the same numbers. Buffer: a DropTail of 1000 packets down, Linux's default interface queue, and 85 up, the 128 KB upload buffer measured in a DOCSIS cable modem (profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "5000kbit",
-    "delay": "14ms"
+    "delay": "14ms",
+    "queue": "1000 packets"
   },
   "uplink": {
     "rate": "1000kbit",
-    "delay": "14ms"
+    "delay": "14ms",
+    "queue": "85 packets"
   }
 }
 """#),
         ("dsl", #"""
 {
   "name": "dsl",
-  "description": "DSL: 2 Mbit/s down, 256 kbit/s up, 5 ms each way. Apple Network Link Conditioner preset \"DSL\" (numbers from secondary sources).",
+  "description": "DSL: 2 Mbit/s down, 256 kbit/s up, 5 ms each way. Apple Network Link Conditioner preset \"DSL\" (numbers from secondary sources). Buffer: a DropTail of 1000 packets each way, Linux's default interface queue (txqueuelen), for want of a measurement of this link's (profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "2mbit",
-    "delay": "5ms"
+    "delay": "5ms",
+    "queue": "1000 packets"
   },
   "uplink": {
     "rate": "256kbit",
-    "delay": "5ms"
+    "delay": "5ms",
+    "queue": "1000 packets"
   }
 }
 """#),
         ("edge-lossy", #"""
 {
   "name": "edge-lossy",
-  "description": "Edge with 1% loss each way: 240 kbit/s down, 200 kbit/s up, 400 ms down and 440 ms up. Older (Xcode 4 era) Apple Network Link Conditioner preset \"Edge, Lossy\", which is \"Edge, Average\" with 1% loss; the Edge numbers are the current \"Edge\" preset's, and the loss is applied in both directions because the source gives none.",
+  "description": "Edge with 1% loss each way: 240 kbit/s down, 200 kbit/s up, 400 ms down and 440 ms up. Older (Xcode 4 era) Apple Network Link Conditioner preset \"Edge, Lossy\", which is \"Edge, Average\" with 1% loss; the Edge numbers are the current \"Edge\" preset's, and the loss is applied in both directions because the source gives none. Buffer: a DropTail of 32 packets down and 26 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "240kbit",
     "delay": "400ms",
-    "loss": "1%"
+    "loss": "1%",
+    "queue": "32 packets"
   },
   "uplink": {
     "rate": "200kbit",
     "delay": "440ms",
-    "loss": "1%"
+    "loss": "1%",
+    "queue": "26 packets"
   }
 }
 """#),
         ("edge", #"""
 {
   "name": "edge",
-  "description": "Edge (2.5G): 240 kbit/s down, 200 kbit/s up, 400 ms down and 440 ms up. Apple Network Link Conditioner preset \"Edge\" (confirmed).",
+  "description": "Edge (2.5G): 240 kbit/s down, 200 kbit/s up, 400 ms down and 440 ms up. Apple Network Link Conditioner preset \"Edge\" (confirmed). Buffer: a DropTail of 32 packets down and 26 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "240kbit",
-    "delay": "400ms"
+    "delay": "400ms",
+    "queue": "32 packets"
   },
   "uplink": {
     "rate": "200kbit",
-    "delay": "440ms"
+    "delay": "440ms",
+    "queue": "26 packets"
   }
 }
 """#),
@@ -141,7 +157,7 @@ extension ProfileCatalog {
         ("lossy", #"""
 {
   "name": "lossy",
-  "description": "A link that works but drops and jitters: 5 Mbit/s each way, 40 ms delay with 20 ms of normally distributed jitter (25% correlated), and 3% loss (25% correlated, so losses come in short bursts) in each direction. linkcond's own choice, not a published preset: enough loss and jitter to make retransmissions and timeouts visible while TCP still makes progress.",
+  "description": "A link that works but drops and jitters: 5 Mbit/s each way, 40 ms delay with 20 ms of normally distributed jitter (25% correlated), and 3% loss (25% correlated, so losses come in short bursts) in each direction. linkcond's own choice, not a published preset: enough loss and jitter to make retransmissions and timeouts visible while TCP still makes progress. Buffer: a DropTail of 1000 packets each way, Linux's default interface queue (txqueuelen), for want of a measurement of this link's (profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "5mbit",
     "delay": "40ms",
@@ -153,7 +169,8 @@ extension ProfileCatalog {
     "loss": {
       "percent": "3%",
       "correlation": "25%"
-    }
+    },
+    "queue": "1000 packets"
   },
   "uplink": {
     "rate": "5mbit",
@@ -166,65 +183,74 @@ extension ProfileCatalog {
     "loss": {
       "percent": "3%",
       "correlation": "25%"
-    }
+    },
+    "queue": "1000 packets"
   }
 }
 """#),
         ("lte", #"""
 {
   "name": "lte",
-  "description": "LTE: 50 Mbit/s down, 10 Mbit/s up, 50 ms down and 65 ms up. Apple Network Link Conditioner preset \"LTE\" (delays confirmed, rates from secondary sources).",
+  "description": "LTE: 50 Mbit/s down, 10 Mbit/s up, 50 ms down and 65 ms up. Apple Network Link Conditioner preset \"LTE\" (delays confirmed, rates from secondary sources). Buffer: a DropTail of 6605 packets down and 1321 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "50mbit",
-    "delay": "50ms"
+    "delay": "50ms",
+    "queue": "6605 packets"
   },
   "uplink": {
     "rate": "10mbit",
-    "delay": "65ms"
+    "delay": "65ms",
+    "queue": "1321 packets"
   }
 }
 """#),
         ("very-bad-network", #"""
 {
   "name": "very-bad-network",
-  "description": "1 Mbit/s each way, 10% loss and 500 ms delay in each direction. Apple Network Link Conditioner preset \"Very Bad Network\" (confirmed).",
+  "description": "1 Mbit/s each way, 10% loss and 500 ms delay in each direction. Apple Network Link Conditioner preset \"Very Bad Network\" (confirmed). Buffer: a DropTail of 1000 packets each way, Linux's default interface queue (txqueuelen), for want of a measurement of this link's (profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "1mbit",
     "delay": "500ms",
-    "loss": "10%"
+    "loss": "10%",
+    "queue": "1000 packets"
   },
   "uplink": {
     "rate": "1mbit",
     "delay": "500ms",
-    "loss": "10%"
+    "loss": "10%",
+    "queue": "1000 packets"
   }
 }
 """#),
         ("wifi-80211ac", #"""
 {
   "name": "wifi-80211ac",
-  "description": "Wi-Fi 802.11ac: 250 Mbit/s down, 100 Mbit/s up, 1 ms each way. Apple Network Link Conditioner preset \"WiFi 802.11ac\" (unconfirmed).",
+  "description": "Wi-Fi 802.11ac: 250 Mbit/s down, 100 Mbit/s up, 1 ms each way. Apple Network Link Conditioner preset \"WiFi 802.11ac\" (unconfirmed). Buffer: a DropTail of 1000 packets each way, Linux's default interface queue (txqueuelen), for want of a measurement of this link's (profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "250mbit",
-    "delay": "1ms"
+    "delay": "1ms",
+    "queue": "1000 packets"
   },
   "uplink": {
     "rate": "100mbit",
-    "delay": "1ms"
+    "delay": "1ms",
+    "queue": "1000 packets"
   }
 }
 """#),
         ("wifi", #"""
 {
   "name": "wifi",
-  "description": "Wi-Fi: 40 Mbit/s down, 33 Mbit/s up, 1 ms each way. Apple Network Link Conditioner preset \"WiFi\" (numbers from secondary sources).",
+  "description": "Wi-Fi: 40 Mbit/s down, 33 Mbit/s up, 1 ms each way. Apple Network Link Conditioner preset \"WiFi\" (numbers from secondary sources). Buffer: a DropTail of 1000 packets each way, Linux's default interface queue (txqueuelen), for want of a measurement of this link's (profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "40mbit",
-    "delay": "1ms"
+    "delay": "1ms",
+    "queue": "1000 packets"
   },
   "uplink": {
     "rate": "33mbit",
-    "delay": "1ms"
+    "delay": "1ms",
+    "queue": "1000 packets"
   }
 }
 """#),

@@ -751,7 +751,7 @@ extension ExpectedNetem {
             words.append("gemodel p \(MeasureFormat.percent(p)) r \(MeasureFormat.percent(r))")
         }
         if let rate = conditions.rate { words.append(MeasureFormat.rate(Double(rate))) }
-        words.append("limit \(conditions.queueLimit ?? NetemMapping.derivedQueueLimit(for: conditions, extraDelay: extraDelay))")
+        words.append("limit \(conditions.effectiveQueueLimit(extraDelay: extraDelay))")
         return words.joined(separator: " ")
     }
 }

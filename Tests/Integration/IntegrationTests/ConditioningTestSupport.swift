@@ -372,7 +372,7 @@ struct DirectionModel {
 
     /// The queue limit the backend should hold for this direction (both backends use the same derivation).
     func queueLimit(extraDelay: UInt64 = 0) -> UInt32 {
-        conditions.queueLimit ?? NetemMapping.derivedQueueLimit(for: conditions, extraDelay: extraDelay)
+        conditions.effectiveQueueLimit(extraDelay: extraDelay)
     }
 }
 
@@ -862,7 +862,7 @@ struct ExpectedNetem {
         if (conditions.reorder?.probability ?? 0) > 0 { allowed.insert("reorder") }
         if conditions.slot != nil { allowed.insert("slot") }
 
-        let limit = conditions.queueLimit ?? NetemMapping.derivedQueueLimit(for: conditions, extraDelay: extraDelay)
+        let limit = conditions.effectiveQueueLimit(extraDelay: extraDelay)
         expect("limit", NetemTCJSON.double(options["limit"]), Double(limit), tolerance: 0)
         if NetemTCJSON.bool(options["ecn"]) ?? false != conditions.ecn {
             differences.append("ecn: tc shows \(String(describing: options["ecn"])), the profile says \(conditions.ecn)")

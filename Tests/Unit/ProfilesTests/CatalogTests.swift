@@ -18,14 +18,32 @@ final class CatalogTests: XCTestCase {
     private static func ms(_ value: UInt64) -> UInt64 { value * 1000 * 1000 }
     private static func percent(_ value: Double) -> Double { value / 100 }
 
-    /// One direction of a preset: bandwidth (nil = unlimited), one-way delay, loss.
+    /// A preset's buffer (profiles/FORMAT.md, "The catalog's buffers").
+    private enum Buffer {
+        /// What cellular links were measured to hold: 1.6 s of 1514-byte frames at the direction's rate.
+        case cellular
+        /// A DropTail of this many packets (Linux's default interface queue, 1000; a cable modem's 128 KB
+        /// upload buffer, 85).
+        case packets(UInt32)
+        /// None: no rate, nothing waits.
+        case none
+    }
+
+    /// One direction of a preset: bandwidth (nil = unlimited), one-way delay, loss, buffer.
     private struct Direction {
         var rate: UInt64?
         var delay: UInt64
         var loss: Double
+        var buffer: Buffer
 
         var conditions: LinkConditions {
-            LinkConditions(rate: rate, delay: delay, loss: loss > 0 ? .random(probability: loss, correlation: 0) : nil)
+            var conditions = LinkConditions(rate: rate, delay: delay, loss: loss > 0 ? .random(probability: loss, correlation: 0) : nil)
+            switch buffer {
+            case .cellular: conditions.queue = .dropTail(.packets(UInt32((1.6 * Double(rate!) / (1514 * 8)).rounded())))
+            case .packets(let packets): conditions.queue = .dropTail(.packets(packets))
+            case .none: break
+            }
+            return conditions
         }
     }
 
@@ -41,60 +59,60 @@ final class CatalogTests: XCTestCase {
     /// REFERENCE.md §1 (Network Link Conditioner) and §2 (WebPageTest: RTT split in half per direction).
     private static let presets: [Preset] = [
         Preset(
-            name: "100-loss", down: Direction(rate: nil, delay: 0, loss: percent(100)),
-            up: Direction(rate: nil, delay: 0, loss: percent(100)), source: ["Network Link Conditioner", "confirmed"]),
+            name: "100-loss", down: Direction(rate: nil, delay: 0, loss: percent(100), buffer: .none),
+            up: Direction(rate: nil, delay: 0, loss: percent(100), buffer: .none), source: ["Network Link Conditioner", "confirmed"]),
         Preset(
-            name: "high-latency-dns", down: Direction(rate: nil, delay: 0, loss: 0),
-            up: Direction(rate: nil, delay: 0, loss: 0), dnsDelay: ms(3000),
+            name: "high-latency-dns", down: Direction(rate: nil, delay: 0, loss: 0, buffer: .none),
+            up: Direction(rate: nil, delay: 0, loss: 0, buffer: .none), dnsDelay: ms(3000),
             source: ["Network Link Conditioner", "confirmed"]),
         Preset(
-            name: "very-bad-network", down: Direction(rate: mbit(1), delay: ms(500), loss: percent(10)),
-            up: Direction(rate: mbit(1), delay: ms(500), loss: percent(10)),
+            name: "very-bad-network", down: Direction(rate: mbit(1), delay: ms(500), loss: percent(10), buffer: .packets(1000)),
+            up: Direction(rate: mbit(1), delay: ms(500), loss: percent(10), buffer: .packets(1000)),
             source: ["Network Link Conditioner", "confirmed"]),
         Preset(
-            name: "edge", down: Direction(rate: kbit(240), delay: ms(400), loss: 0),
-            up: Direction(rate: kbit(200), delay: ms(440), loss: 0), source: ["Network Link Conditioner", "confirmed"]),
+            name: "edge", down: Direction(rate: kbit(240), delay: ms(400), loss: 0, buffer: .cellular),
+            up: Direction(rate: kbit(200), delay: ms(440), loss: 0, buffer: .cellular), source: ["Network Link Conditioner", "confirmed"]),
         Preset(
-            name: "3g", down: Direction(rate: kbit(780), delay: ms(100), loss: 0),
-            up: Direction(rate: kbit(330), delay: ms(100), loss: 0),
+            name: "3g", down: Direction(rate: kbit(780), delay: ms(100), loss: 0, buffer: .cellular),
+            up: Direction(rate: kbit(330), delay: ms(100), loss: 0, buffer: .cellular),
             source: ["Network Link Conditioner", "3G, Average"]),
         Preset(
-            name: "dsl", down: Direction(rate: mbit(2), delay: ms(5), loss: 0),
-            up: Direction(rate: kbit(256), delay: ms(5), loss: 0),
+            name: "dsl", down: Direction(rate: mbit(2), delay: ms(5), loss: 0, buffer: .packets(1000)),
+            up: Direction(rate: kbit(256), delay: ms(5), loss: 0, buffer: .packets(1000)),
             source: ["Network Link Conditioner", "secondary sources"]),
         Preset(
-            name: "lte", down: Direction(rate: mbit(50), delay: ms(50), loss: 0),
-            up: Direction(rate: mbit(10), delay: ms(65), loss: 0),
+            name: "lte", down: Direction(rate: mbit(50), delay: ms(50), loss: 0, buffer: .cellular),
+            up: Direction(rate: mbit(10), delay: ms(65), loss: 0, buffer: .cellular),
             source: ["Network Link Conditioner", "delays confirmed, rates from secondary sources"]),
         Preset(
-            name: "wifi", down: Direction(rate: mbit(40), delay: ms(1), loss: 0),
-            up: Direction(rate: mbit(33), delay: ms(1), loss: 0),
+            name: "wifi", down: Direction(rate: mbit(40), delay: ms(1), loss: 0, buffer: .packets(1000)),
+            up: Direction(rate: mbit(33), delay: ms(1), loss: 0, buffer: .packets(1000)),
             source: ["Network Link Conditioner", "secondary sources"]),
         Preset(
-            name: "wifi-80211ac", down: Direction(rate: mbit(250), delay: ms(1), loss: 0),
-            up: Direction(rate: mbit(100), delay: ms(1), loss: 0), source: ["Network Link Conditioner", "unconfirmed"]),
+            name: "wifi-80211ac", down: Direction(rate: mbit(250), delay: ms(1), loss: 0, buffer: .packets(1000)),
+            up: Direction(rate: mbit(100), delay: ms(1), loss: 0, buffer: .packets(1000)), source: ["Network Link Conditioner", "unconfirmed"]),
         Preset(
-            name: "3g-lossy", down: Direction(rate: kbit(780), delay: ms(100), loss: percent(1)),
-            up: Direction(rate: kbit(330), delay: ms(100), loss: 0), source: ["Network Link Conditioner", "3G, Lossy"]),
+            name: "3g-lossy", down: Direction(rate: kbit(780), delay: ms(100), loss: percent(1), buffer: .cellular),
+            up: Direction(rate: kbit(330), delay: ms(100), loss: 0, buffer: .cellular), source: ["Network Link Conditioner", "3G, Lossy"]),
         Preset(
-            name: "edge-lossy", down: Direction(rate: kbit(240), delay: ms(400), loss: percent(1)),
-            up: Direction(rate: kbit(200), delay: ms(440), loss: percent(1)),
+            name: "edge-lossy", down: Direction(rate: kbit(240), delay: ms(400), loss: percent(1), buffer: .cellular),
+            up: Direction(rate: kbit(200), delay: ms(440), loss: percent(1), buffer: .cellular),
             source: ["Network Link Conditioner", "Edge, Lossy"]),
         Preset(
-            name: "2g", down: Direction(rate: kbit(280), delay: ms(800) / 2, loss: 0),
-            up: Direction(rate: kbit(256), delay: ms(800) / 2, loss: 0), source: ["WebPageTest", "2G"]),
+            name: "2g", down: Direction(rate: kbit(280), delay: ms(800) / 2, loss: 0, buffer: .cellular),
+            up: Direction(rate: kbit(256), delay: ms(800) / 2, loss: 0, buffer: .cellular), source: ["WebPageTest", "2G"]),
         Preset(
-            name: "cable", down: Direction(rate: kbit(5000), delay: ms(28) / 2, loss: 0),
-            up: Direction(rate: kbit(1000), delay: ms(28) / 2, loss: 0), source: ["WebPageTest", "Cable"]),
+            name: "cable", down: Direction(rate: kbit(5000), delay: ms(28) / 2, loss: 0, buffer: .packets(1000)),
+            up: Direction(rate: kbit(1000), delay: ms(28) / 2, loss: 0, buffer: .packets(85)), source: ["WebPageTest", "Cable"]),
         Preset(
-            name: "4g", down: Direction(rate: kbit(9000), delay: ms(170) / 2, loss: 0),
-            up: Direction(rate: kbit(9000), delay: ms(170) / 2, loss: 0), source: ["WebPageTest", "4G"]),
+            name: "4g", down: Direction(rate: kbit(9000), delay: ms(170) / 2, loss: 0, buffer: .cellular),
+            up: Direction(rate: kbit(9000), delay: ms(170) / 2, loss: 0, buffer: .cellular), source: ["WebPageTest", "4G"]),
     ]
 
     /// linkcond's own "works but drops and jitters" link, each way.
     private static let lossyDirection = LinkConditions(
         rate: mbit(5), delay: ms(40), jitter: ms(20), delayCorrelation: percent(25), distribution: .normal,
-        loss: .random(probability: percent(3), correlation: percent(25)))
+        loss: .random(probability: percent(3), correlation: percent(25)), queue: .dropTail(.packets(1000)))
 
     func testCatalogHoldsExactlyTheExpectedProfiles() throws {
         let expected = (Self.presets.map(\.name) + ["lossy"]).sorted()
@@ -112,6 +130,9 @@ final class CatalogTests: XCTestCase {
             XCTAssertEqual(profile.source, catalog.path(of: preset.name))
             for word in preset.source {
                 XCTAssertTrue(profile.description.contains(word), "\(preset.name): description lacks \"\(word)\"")
+            }
+            if preset.down.rate != nil {
+                XCTAssertTrue(profile.description.contains("Buffer: a DropTail of "), "\(preset.name): the description names no buffer")
             }
         }
     }

@@ -132,11 +132,13 @@ final class ProfileDocumentTests: XCTestCase {
               "description": \(JSONWriter.quoted(edge.description)),
               "downlink": {
                 "rate": "240kbit",
-                "delay": "400ms"
+                "delay": "400ms",
+                "queue": "32 packets"
               },
               "uplink": {
                 "rate": "200kbit",
-                "delay": "440ms"
+                "delay": "440ms",
+                "queue": "26 packets"
               }
             }
 
