@@ -19,72 +19,72 @@ extension ProfileCatalog {
         ("2g", #"""
 {
   "name": "2g",
-  "description": "2G: 280 kbit/s down, 256 kbit/s up, 800 ms round trip split into 400 ms each way. WebPageTest connectivity profile \"2G\" (its bandwidths are in kilobits; it splits the RTT in half per direction); sitespeed.io's \"2g\" has the same numbers. Buffer: a DropTail of 37 packets down and 34 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
+  "description": "2G: 280 kbit/s down, 256 kbit/s up, 800 ms round trip split into 400 ms each way. WebPageTest connectivity profile \"2G\" (its bandwidths are in kilobits; it splits the RTT in half per direction); sitespeed.io's \"2g\" has the same numbers. Buffer: a DropTail of 1.6 s at the rate each way, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "280kbit",
     "delay": "400ms",
-    "queue": "37 packets"
+    "queue": "1600ms"
   },
   "uplink": {
     "rate": "256kbit",
     "delay": "400ms",
-    "queue": "34 packets"
+    "queue": "1600ms"
   }
 }
 """#),
         ("3g-lossy", #"""
 {
   "name": "3g-lossy",
-  "description": "3G with 1% downlink loss: 780 kbit/s down, 330 kbit/s up, 100 ms each way. Older (Xcode 4 era) Apple Network Link Conditioner preset \"3G, Lossy\", which is \"3G, Average\" with 1% downlink loss. Buffer: a DropTail of 103 packets down and 44 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
+  "description": "3G with 1% downlink loss: 780 kbit/s down, 330 kbit/s up, 100 ms each way. Older (Xcode 4 era) Apple Network Link Conditioner preset \"3G, Lossy\", which is \"3G, Average\" with 1% downlink loss. Buffer: a DropTail of 1.6 s at the rate each way, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "780kbit",
     "delay": "100ms",
     "loss": "1%",
-    "queue": "103 packets"
+    "queue": "1600ms"
   },
   "uplink": {
     "rate": "330kbit",
     "delay": "100ms",
-    "queue": "44 packets"
+    "queue": "1600ms"
   }
 }
 """#),
         ("3g", #"""
 {
   "name": "3g",
-  "description": "3G: 780 kbit/s down, 330 kbit/s up, 100 ms each way. Apple Network Link Conditioner preset \"3G\"; the numbers are those of the older preset \"3G, Average\" (not confirmed for the current preset). Buffer: a DropTail of 103 packets down and 44 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
+  "description": "3G: 780 kbit/s down, 330 kbit/s up, 100 ms each way. Apple Network Link Conditioner preset \"3G\"; the numbers are those of the older preset \"3G, Average\" (not confirmed for the current preset). Buffer: a DropTail of 1.6 s at the rate each way, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "780kbit",
     "delay": "100ms",
-    "queue": "103 packets"
+    "queue": "1600ms"
   },
   "uplink": {
     "rate": "330kbit",
     "delay": "100ms",
-    "queue": "44 packets"
+    "queue": "1600ms"
   }
 }
 """#),
         ("4g", #"""
 {
   "name": "4g",
-  "description": "4G: 9000 kbit/s each way, 170 ms round trip split into 85 ms each way. WebPageTest connectivity profile \"4G\" (its bandwidths are in kilobits; it splits the RTT in half per direction). Buffer: a DropTail of 1189 packets each way, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
+  "description": "4G: 9000 kbit/s each way, 170 ms round trip split into 85 ms each way. WebPageTest connectivity profile \"4G\" (its bandwidths are in kilobits; it splits the RTT in half per direction). Buffer: a DropTail of 1.6 s at the rate each way, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "9000kbit",
     "delay": "85ms",
-    "queue": "1189 packets"
+    "queue": "1600ms"
   },
   "uplink": {
     "rate": "9000kbit",
     "delay": "85ms",
-    "queue": "1189 packets"
+    "queue": "1600ms"
   }
 }
 """#),
         ("cable", #"""
 {
   "name": "cable",
-  "description": "Cable: 5000 kbit/s down, 1000 kbit/s up, 28 ms round trip split into 14 ms each way. WebPageTest connectivity profile \"Cable\" (its bandwidths are in kilobits; it splits the RTT in half per direction); sitespeed.io's \"cable\" has the same numbers. Buffer: a DropTail of 1000 packets down, Linux's default interface queue, and 85 up, the 128 KB upload buffer measured in a DOCSIS cable modem (profiles/FORMAT.md, The catalog's buffers).",
+  "description": "Cable: 5000 kbit/s down, 1000 kbit/s up, 28 ms round trip split into 14 ms each way. WebPageTest connectivity profile \"Cable\" (its bandwidths are in kilobits; it splits the RTT in half per direction); sitespeed.io's \"cable\" has the same numbers. Buffer: a DropTail of 1000 packets down, Linux's default interface queue, and 128 KB up, the upload buffer measured in a DOCSIS cable modem (profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "5000kbit",
     "delay": "14ms",
@@ -93,7 +93,7 @@ extension ProfileCatalog {
   "uplink": {
     "rate": "1000kbit",
     "delay": "14ms",
-    "queue": "85 packets"
+    "queue": "128KB"
   }
 }
 """#),
@@ -116,34 +116,34 @@ extension ProfileCatalog {
         ("edge-lossy", #"""
 {
   "name": "edge-lossy",
-  "description": "Edge with 1% loss each way: 240 kbit/s down, 200 kbit/s up, 400 ms down and 440 ms up. Older (Xcode 4 era) Apple Network Link Conditioner preset \"Edge, Lossy\", which is \"Edge, Average\" with 1% loss; the Edge numbers are the current \"Edge\" preset's, and the loss is applied in both directions because the source gives none. Buffer: a DropTail of 32 packets down and 26 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
+  "description": "Edge with 1% loss each way: 240 kbit/s down, 200 kbit/s up, 400 ms down and 440 ms up. Older (Xcode 4 era) Apple Network Link Conditioner preset \"Edge, Lossy\", which is \"Edge, Average\" with 1% loss; the Edge numbers are the current \"Edge\" preset's, and the loss is applied in both directions because the source gives none. Buffer: a DropTail of 1.6 s at the rate each way, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "240kbit",
     "delay": "400ms",
     "loss": "1%",
-    "queue": "32 packets"
+    "queue": "1600ms"
   },
   "uplink": {
     "rate": "200kbit",
     "delay": "440ms",
     "loss": "1%",
-    "queue": "26 packets"
+    "queue": "1600ms"
   }
 }
 """#),
         ("edge", #"""
 {
   "name": "edge",
-  "description": "Edge (2.5G): 240 kbit/s down, 200 kbit/s up, 400 ms down and 440 ms up. Apple Network Link Conditioner preset \"Edge\" (confirmed). Buffer: a DropTail of 32 packets down and 26 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
+  "description": "Edge (2.5G): 240 kbit/s down, 200 kbit/s up, 400 ms down and 440 ms up. Apple Network Link Conditioner preset \"Edge\" (confirmed). Buffer: a DropTail of 1.6 s at the rate each way, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "240kbit",
     "delay": "400ms",
-    "queue": "32 packets"
+    "queue": "1600ms"
   },
   "uplink": {
     "rate": "200kbit",
     "delay": "440ms",
-    "queue": "26 packets"
+    "queue": "1600ms"
   }
 }
 """#),
@@ -191,16 +191,16 @@ extension ProfileCatalog {
         ("lte", #"""
 {
   "name": "lte",
-  "description": "LTE: 50 Mbit/s down, 10 Mbit/s up, 50 ms down and 65 ms up. Apple Network Link Conditioner preset \"LTE\" (delays confirmed, rates from secondary sources). Buffer: a DropTail of 6605 packets down and 1321 up, 1.6 s of full-size frames at the rate, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
+  "description": "LTE: 50 Mbit/s down, 10 Mbit/s up, 50 ms down and 65 ms up. Apple Network Link Conditioner preset \"LTE\" (delays confirmed, rates from secondary sources). Buffer: a DropTail of 1.6 s at the rate each way, as measured on cellular links (a 3G first hop's queueing of up to 1.6 s; a cellular path's calibrated buffer of 1.7 s: profiles/FORMAT.md, The catalog's buffers).",
   "downlink": {
     "rate": "50mbit",
     "delay": "50ms",
-    "queue": "6605 packets"
+    "queue": "1600ms"
   },
   "uplink": {
     "rate": "10mbit",
     "delay": "65ms",
-    "queue": "1321 packets"
+    "queue": "1600ms"
   }
 }
 """#),

@@ -205,8 +205,29 @@ extension ConditioningTestCase {
         }
     }
 
+    /// Checks a DropTail by bytes or time under `netem` (FORMAT.md, Queues): a tbf at the netem's class
+    /// `:1` with the direction's rate, and under the tbf's class `:1` a bfifo of the queue's bytes.
+    func checkNetemQueueStack(
+        _ expected: ExpectedNetem, under netem: NetemTCQdisc, among qdiscs: [NetemTCQdisc], _ table: MeasurementTable, _ check: String,
+        _ label: String, file: StaticString, line: UInt
+    ) {
+        guard let bytes = expected.stackedBytes, let rate = expected.conditions.rate else { return }
+        let major = netem.handle.split(separator: ":").first.map(String.init) ?? "?"
+        let tbf = qdiscs.first { $0.kind == "tbf" && $0.parent == major + ":1" }
+        let tbfMajor = tbf?.handle.split(separator: ":").first.map(String.init) ?? "?"
+        let bfifo = qdiscs.first { $0.kind == "bfifo" && $0.parent == tbfMajor + ":1" }
+        let shownRate = NetemTCJSON.double(tbf?.options["rate"])
+        let shownLimit = NetemTCJSON.double(bfifo?.options["limit"])
+        table.check(
+            shownRate.map { abs($0 - Double(rate / 8)) <= 0.5 } == true && shownLimit == Double(bytes), check, label,
+            expected: "tbf \(MeasureFormat.rate(Double(rate))) + bfifo \(bytes) B",
+            measured: "tbf \(shownRate.map { MeasureFormat.rate($0 * 8) } ?? "none") + bfifo \(shownLimit.map { "\(Int($0)) B" } ?? "none")",
+            "the queue under the netem is not the profile's", file: file, line: line)
+    }
+
     /// Checks with `tc -s -j` what each site holds: on the client's wl0 a prio root with the uplink netem at
-    /// 1:1 and the uplink-plus-DNS-delay netem at 1:2; on the router's c-wl0 the downlink netem at the root.
+    /// 1:1 and the uplink-plus-DNS-delay netem at 1:2; on the router's c-wl0 the downlink netem at the root;
+    /// a DropTail by bytes or time adds a tbf and a bfifo under each netem (``checkNetemQueueStack``).
     func checkNetemReadBack(
         _ profile: Profile, _ measured: MeasuredSandbox, _ table: MeasurementTable, step: String = "",
         file: StaticString = #filePath, line: UInt = #line
@@ -218,11 +239,12 @@ extension ConditioningTestCase {
             .filter { !(measured.spliced && $0.kind == "ingress") }
         let root = client.first { $0.root }
         let structure = client.map { "\($0.kind) \($0.handle) \($0.parent ?? "root")" }.joined(separator: ", ")
+        let uplinkStacked = ExpectedNetem(conditions: profile.uplink).stackedBytes != nil
         table.check(
-            root?.kind == "prio" && root?.handle == "1:" && client.count == 3
+            root?.kind == "prio" && root?.handle == "1:" && client.count == (uplinkStacked ? 7 : 3)
                 && client.filter({ $0.kind == "netem" }).map(\.parent) .sorted { ($0 ?? "") < ($1 ?? "") } == ["1:1", "1:2"],
-            prefix + "tc tree", "uplink", expected: "prio 1: + netem at 1:1, 1:2", measured: structure, "wl0 holds the wrong tree",
-            file: file, line: line)
+            prefix + "tc tree", "uplink", expected: "prio 1: + netem at 1:1, 1:2" + (uplinkStacked ? ", each with a tbf and a bfifo" : ""),
+            measured: structure, "wl0 holds the wrong tree", file: file, line: line)
         for (parent, extraDelay, label) in [("1:1", UInt64(0), "uplink"), ("1:2", profile.dnsDelay, "dns-up")] {
             guard let leaf = client.first(where: { $0.parent == parent && $0.kind == "netem" }) else { continue }
             let expected = ExpectedNetem(conditions: profile.uplink, extraDelay: extraDelay)
@@ -230,12 +252,15 @@ extension ConditioningTestCase {
             table.check(
                 differences.isEmpty, prefix + "tc netem", label, expected: expected.summary, measured: ExpectedNetem.summary(leaf.options),
                 differences.joined(separator: "; "), file: file, line: line)
+            checkNetemQueueStack(expected, under: leaf, among: client, table, prefix + "tc queue", label, file: file, line: line)
         }
         let router = try NetemTCQdisc.show(namespace: measured.downlinkSite.namespace, interface: measured.downlinkSite.interface)
             .filter { !(measured.spliced && $0.kind == "ingress") }
         let routerRoot = router.first { $0.root }
+        let downlinkStacked = ExpectedNetem(conditions: profile.downlink).stackedBytes != nil
         table.check(
-            routerRoot?.kind == "netem" && router.count == 1, prefix + "tc tree", "downlink", expected: "netem at the root",
+            routerRoot?.kind == "netem" && router.count == (downlinkStacked ? 3 : 1), prefix + "tc tree", "downlink",
+            expected: "netem at the root" + (downlinkStacked ? " with a tbf and a bfifo" : ""),
             measured: router.map { "\($0.kind) \($0.handle) \($0.parent ?? "root")" }.joined(separator: ", "),
             "c-wl0 holds the wrong tree", file: file, line: line)
         if let routerRoot, routerRoot.kind == "netem" {
@@ -244,6 +269,7 @@ extension ConditioningTestCase {
             table.check(
                 differences.isEmpty, prefix + "tc netem", "downlink", expected: expected.summary,
                 measured: ExpectedNetem.summary(routerRoot.options), differences.joined(separator: "; "), file: file, line: line)
+            checkNetemQueueStack(expected, under: routerRoot, among: router, table, prefix + "tc queue", "downlink", file: file, line: line)
         }
     }
 
@@ -338,7 +364,7 @@ extension ConditioningTestCase {
             return nil
         }
         let probe = wireBytes(payload: RoundTripTolerance.payload)
-        let floor = up.delay + down.delay + up.serialization(probe) + down.serialization(probe)
+        let floor = up.delay + down.delay + up.probeSerialization(probe, for: measured.kind) + down.probeSerialization(probe, for: measured.kind)
         let expected = floor + baseline.roundTripMedian
         let jittered = up.conditions.jitter > 0 || down.conditions.jitter > 0
         let deviations = [up.delayDeviation, down.delayDeviation]
@@ -750,8 +776,8 @@ extension ExpectedNetem {
         if case let .gilbertElliott(p, r, _, _)? = conditions.loss {
             words.append("gemodel p \(MeasureFormat.percent(p)) r \(MeasureFormat.percent(r))")
         }
-        if let rate = conditions.rate { words.append(MeasureFormat.rate(Double(rate))) }
-        words.append("limit \(conditions.effectiveQueueLimit(extraDelay: extraDelay))")
+        if let rate = conditions.rate, stackedBytes == nil { words.append(MeasureFormat.rate(Double(rate))) }
+        words.append("limit \(limit)")
         return words.joined(separator: " ")
     }
 }

@@ -370,6 +370,13 @@ struct DirectionModel {
         rate.map { Double(wireBytes * 8) / $0 } ?? 0
     }
 
+    /// Seconds a lone probe of `wireBytes` waits for the rate on `kind`: on netem, a queue under the netem
+    /// puts the rate on a tbf, whose bucket (a frame and 4 ms at the rate, FORMAT.md) lets a
+    /// frame that finds it full leave at line rate; everywhere else the probe's serialization.
+    func probeSerialization(_ wireBytes: Int, for kind: BackendKind) -> Double {
+        kind == .netem && ExpectedNetem(conditions: conditions).stackedBytes != nil ? 0 : serialization(wireBytes)
+    }
+
     /// The queue limit the backend should hold for this direction (both backends use the same derivation).
     func queueLimit(extraDelay: UInt64 = 0) -> UInt32 {
         conditions.effectiveQueueLimit(extraDelay: extraDelay)
@@ -777,6 +784,24 @@ struct ExpectedNetem {
     var conditions: LinkConditions
     var extraDelay: UInt64 = 0
 
+    /// The DropTail by bytes or time the profile puts under the netem, as the bytes of its `bfifo`
+    /// (FORMAT.md, Queues: rate × time plus one 1514-byte frame); nil when netem's own `limit` is the queue.
+    /// Other disciplines are NetemQueueTests' to check.
+    var stackedBytes: UInt64? {
+        guard let queue = conditions.queue, queue.discipline == .dropTail, let rate = conditions.rate else { return nil }
+        switch queue.limit {
+        case .packets: return nil
+        case .bytes(let bytes): return bytes
+        case .time(let nanoseconds): return UInt64((Double(rate) / 8 * Double(nanoseconds) / 1e9).rounded(.up)) + 1514
+        }
+    }
+
+    /// netem's `limit`: the derived one, plus a bfifo's bytes counted in 64-byte frames when there is one.
+    var limit: UInt32 {
+        guard let bytes = stackedBytes else { return conditions.effectiveQueueLimit(extraDelay: extraDelay) }
+        return conditions.derivedQueueLimit(extraDelay: extraDelay) + UInt32(bytes / 64 + 1)
+    }
+
     /// The differences between `options` (tc's JSON) and the conditions; empty when they match.
     func differences(_ options: [String: Any]) -> [String] {
         var differences: [String] = []
@@ -846,8 +871,8 @@ struct ExpectedNetem {
             allowed.insert("loss-random")
         }
 
-        // rate, in bytes per second
-        if let rate = conditions.rate {
+        // rate, in bytes per second (a tbf's under the netem when a bfifo holds the queue)
+        if let rate = conditions.rate, stackedBytes == nil {
             allowed.insert("rate")
             if let object = options["rate"] as? [String: Any] {
                 expect("rate (bytes/s)", NetemTCJSON.double(object["rate"]), Double(rate / 8), tolerance: 0.5)
@@ -862,7 +887,6 @@ struct ExpectedNetem {
         if (conditions.reorder?.probability ?? 0) > 0 { allowed.insert("reorder") }
         if conditions.slot != nil { allowed.insert("slot") }
 
-        let limit = conditions.effectiveQueueLimit(extraDelay: extraDelay)
         expect("limit", NetemTCJSON.double(options["limit"]), Double(limit), tolerance: 0)
         if NetemTCJSON.bool(options["ecn"]) ?? false != conditions.ecn {
             differences.append("ecn: tc shows \(String(describing: options["ecn"])), the profile says \(conditions.ecn)")

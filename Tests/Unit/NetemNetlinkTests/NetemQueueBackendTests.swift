@@ -54,7 +54,8 @@ extension NetemBackendTests {
         XCTAssertEqual(netem.delay, 50_000_000)
         XCTAssertEqual(netem.limit, 2000)
 
-        // tc qdisc replace dev c-wl0 parent 1:1 handle 101: tbf rate 2mbit burst 1514 limit 1514000: tc_tbf_qopt
+        // tc qdisc replace dev c-wl0 parent 1:1 handle 101: tbf rate 2mbit burst 2514 limit 1514000 (a frame and
+        // 4 ms at the rate): tc_tbf_qopt
         // with the rate in bytes per second and link layer Ethernet (no rate table), then the burst in bytes.
         var parameters = tc_tbf_qopt()
         parameters.rate.rate = 250_000
@@ -63,7 +64,7 @@ extension NetemBackendTests {
         XCTAssertEqual(
             attributes(batch[1]),
             stringAttribute(UInt16(TCA_KIND), "tbf")
-                + attribute(UInt16(TCA_OPTIONS), attribute(UInt16(TCA_TBF_PARMS), rawBytes(of: parameters)) + u32(TCA_TBF_BURST, 1514)))
+                + attribute(UInt16(TCA_OPTIONS), attribute(UInt16(TCA_TBF_PARMS), rawBytes(of: parameters)) + u32(TCA_TBF_BURST, 2514)))
 
         // tc qdisc replace dev c-wl0 parent 101:1 handle 201: codel limit 1000 target 5ms interval 100ms, as
         // q_codel.c lays it out (limit, interval, target, ecn; times in microseconds), byte for byte.

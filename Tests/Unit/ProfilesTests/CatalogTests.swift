@@ -20,11 +20,12 @@ final class CatalogTests: XCTestCase {
 
     /// A preset's buffer (profiles/FORMAT.md, "The catalog's buffers").
     private enum Buffer {
-        /// What cellular links were measured to hold: 1.6 s of 1514-byte frames at the direction's rate.
+        /// What cellular links were measured to hold: 1.6 s at the direction's rate.
         case cellular
-        /// A DropTail of this many packets (Linux's default interface queue, 1000; a cable modem's 128 KB
-        /// upload buffer, 85).
+        /// A DropTail of this many packets (Linux's default interface queue, 1000).
         case packets(UInt32)
+        /// A DropTail of this many bytes (a cable modem's measured 128 KB upload buffer).
+        case bytes(UInt64)
         /// None: no rate, nothing waits.
         case none
     }
@@ -39,8 +40,9 @@ final class CatalogTests: XCTestCase {
         var conditions: LinkConditions {
             var conditions = LinkConditions(rate: rate, delay: delay, loss: loss > 0 ? .random(probability: loss, correlation: 0) : nil)
             switch buffer {
-            case .cellular: conditions.queue = .dropTail(.packets(UInt32((1.6 * Double(rate!) / (1514 * 8)).rounded())))
+            case .cellular: conditions.queue = .dropTail(.time(ms(1600)))
             case .packets(let packets): conditions.queue = .dropTail(.packets(packets))
+            case .bytes(let bytes): conditions.queue = .dropTail(.bytes(bytes))
             case .none: break
             }
             return conditions
@@ -103,7 +105,7 @@ final class CatalogTests: XCTestCase {
             up: Direction(rate: kbit(256), delay: ms(800) / 2, loss: 0, buffer: .cellular), source: ["WebPageTest", "2G"]),
         Preset(
             name: "cable", down: Direction(rate: kbit(5000), delay: ms(28) / 2, loss: 0, buffer: .packets(1000)),
-            up: Direction(rate: kbit(1000), delay: ms(28) / 2, loss: 0, buffer: .packets(85)), source: ["WebPageTest", "Cable"]),
+            up: Direction(rate: kbit(1000), delay: ms(28) / 2, loss: 0, buffer: .bytes(128_000)), source: ["WebPageTest", "Cable"]),
         Preset(
             name: "4g", down: Direction(rate: kbit(9000), delay: ms(170) / 2, loss: 0, buffer: .cellular),
             up: Direction(rate: kbit(9000), delay: ms(170) / 2, loss: 0, buffer: .cellular), source: ["WebPageTest", "4G"]),

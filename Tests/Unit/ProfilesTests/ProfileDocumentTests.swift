@@ -133,12 +133,12 @@ final class ProfileDocumentTests: XCTestCase {
               "downlink": {
                 "rate": "240kbit",
                 "delay": "400ms",
-                "queue": "32 packets"
+                "queue": "1600ms"
               },
               "uplink": {
                 "rate": "200kbit",
                 "delay": "440ms",
-                "queue": "26 packets"
+                "queue": "1600ms"
               }
             }
 

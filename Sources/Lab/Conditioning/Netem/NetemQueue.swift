@@ -163,12 +163,15 @@ struct NetemStack: Sendable, Equatable {
     var rate: UInt64?
     var queue: NetemQueueQdisc?
 
-    /// The tbf for frames of at most `frame` bytes: a bucket of one millisecond at the rate or one frame,
-    /// whichever is larger (a smaller one would drop every frame longer than it), so the shaper lets out
-    /// no more than a frame at line rate after an idle moment.
+    /// The tbf for frames of at most `frame` bytes: a bucket of one frame (a smaller one would drop every
+    /// frame longer than it) plus 4 ms at the rate, so the shaper lets out no more than that at line rate
+    /// after an idle moment. The 4 ms are what tbf's timer may wake late without the link losing rate —
+    /// tc-tbf(8)'s minimum, rate / HZ, at the common HZ of 250: tokens above the bucket are lost, so with a
+    /// bucket of one frame every late wake-up cost its lateness (in the kernel VM, 9 Mbit/s came out at
+    /// 7.4–7.7 Mbit/s, and at 7.9–8.0 with a millisecond more).
     func bucket(frame: UInt32) -> TokenBucketOptions? {
         guard let rate, let queue else { return nil }
-        let burst = max(UInt64(frame), rate / 1000)
+        let burst = UInt64(frame) + rate * 4 / 1000
         return TokenBucketOptions(rate: rate, burst: UInt32(clamping: burst), limit: queue.byteCapacity(frame: frame))
     }
 
