@@ -226,9 +226,10 @@ public struct REDSettings: Sendable, Equatable {
         var low = UInt32(clamping: 1 + minimum / Self.averagePacket)
         var high = UInt32.max
         while low < high {
-            probe.burst = low + (high - low) / 2
+            let middle = low + (high - low) / 2
+            probe.burst = middle
             // No weight at all for a burst this large: past every log there is.
-            if probe.weightLog.map({ $0 >= weightLog }) ?? true { high = probe.burst! } else { low = probe.burst! + 1 }
+            if probe.weightLog.map({ $0 >= weightLog }) ?? true { high = middle } else { low = middle + 1 }
         }
         probe.burst = low
         return probe.weightLog == weightLog ? low : nil
