@@ -34,7 +34,7 @@ def test_the_module_uses_the_standard_library_alone():
 def test_catalogs(client):
     names = {profile["name"] for profile in client.profiles()}
     assert {"edge", "3g", "lte", "100-loss"} <= names
-    assert client.profile("edge")["downlink"] == {"rate": "240kbit", "delay": "400ms"}
+    assert client.profile("edge")["downlink"] == {"rate": "240kbit", "delay": "400ms", "queue": "1600ms"}
     assert {scenario["name"] for scenario in client.scenarios()} >= {"tunnel", "handover"}
     with pytest.raises(LinkcondError) as refused:
         client.profile("egde")
