@@ -121,12 +121,13 @@ enum EngineFidelityBench {
         let counters = try runtime.perform(on: .uplink) { $0.counters }
         let lateness = runtime.statistics(of: .uplink).lateness
         let values = result.oneWay.map { Double($0) / 1e6 }
+        let sorted = values.sorted()
         let mean = values.reduce(0, +) / Double(max(values.count, 1))
         let variance = values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(max(values.count - 1, 1))
         return JitterRun(
             rate: rate, frames: values.count, mean: mean, deviation: variance.squareRoot(),
-            robustDeviation: (percentile(values, 0.75) - percentile(values, 0.25)) / 1.349, arrivedEarly: result.overtaking,
-            orderHolds: counters.orderHolds, median: percentile(values, 0.5), p95: percentile(values, 0.95), lateness: lateness)
+            robustDeviation: (percentile(sorted: sorted, 0.75) - percentile(sorted: sorted, 0.25)) / 1.349, arrivedEarly: result.overtaking,
+            orderHolds: counters.orderHolds, median: percentile(sorted: sorted, 0.5), p95: percentile(sorted: sorted, 0.95), lateness: lateness)
     }
 
     static func printJitter() {

@@ -36,8 +36,12 @@ struct Row {
 }
 
 func percentile(_ values: [Double], _ fraction: Double) -> Double {
-    guard !values.isEmpty else { return .nan }
-    let sorted = values.sorted()
+    percentile(sorted: values.sorted(), fraction)
+}
+
+/// ``percentile(_:_:)`` of values already in order, for several quantiles of one large sample.
+func percentile(sorted: [Double], _ fraction: Double) -> Double {
+    guard !sorted.isEmpty else { return .nan }
     return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction + 0.5))]
 }
 
