@@ -175,8 +175,24 @@ int cpk_fanout_join(int fd, uint16_t id, uint32_t extra_flags) {
     return fanout_setsockopt(fd, id, PACKET_FANOUT_CBPF | extra_flags);
 }
 
-int cpk_fanout_route_to_newest(int fd) {
-    struct sock_filter newest[] = { BPF_STMT(BPF_RET | BPF_K, 1) };
-    struct sock_fprog program = { .len = 1, .filter = newest };
+/* Sets the group's classic BPF program to `ret #member`, which the kernel takes modulo the group's size. */
+static int fanout_route_to(int fd, uint32_t member) {
+    struct sock_filter route[] = { BPF_STMT(BPF_RET | BPF_K, member) };
+    struct sock_fprog program = { .len = 1, .filter = route };
     return setsockopt(fd, SOL_PACKET, PACKET_FANOUT_DATA, &program, sizeof program);
+}
+
+int cpk_fanout_route_to_newest(int fd) { return fanout_route_to(fd, 1); }
+
+int cpk_fanout_route_to_first(int fd) { return fanout_route_to(fd, 0); }
+
+int cpk_socket_shut(int fd) {
+    struct sock_filter nothing[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+    struct sock_fprog program = { .len = 1, .filter = nothing };
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+}
+
+int cpk_socket_unshut(int fd) {
+    int unused = 0; /* the kernel wants an int's worth of argument */
+    return setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused);
 }

@@ -28,7 +28,7 @@ package final class PacketSocket {
     package let mtu: Int32
     /// `cl-wl0 in lc-wire`, for messages.
     package let place: String
-    /// What ``reopen()`` opens again: the namespace, the role and the buffer size.
+    /// What ``reopen(shut:)`` opens again: the namespace, the role and the buffer size.
     private let namespace: NamedNamespace?
     private let role: Role
     private let bufferBytes: Int32
@@ -57,8 +57,10 @@ package final class PacketSocket {
     }
 
     /// Opens a socket for `role` on `interface` inside `namespace` (nil: the calling thread's namespace).
+    /// A receiving socket opened `shut` takes no frame until ``unshut()``: bound, it would otherwise take a
+    /// copy of every frame at once.
     static func open(
-        interface: String, in namespace: NamedNamespace?, role: Role, bufferBytes: Int32 = 4 << 20
+        interface: String, in namespace: NamedNamespace?, role: Role, bufferBytes: Int32 = 4 << 20, shut: Bool = false
     ) throws(PacketEngineError) -> PacketSocket {
         let place = "\(interface) in \(namespaceText(namespace))"
         return try inNamespace(namespace, "open a packet socket on \(place)") { () throws -> PacketSocket in
@@ -70,6 +72,7 @@ package final class PacketSocket {
                 index = try interfaceIndex(of: interface, socket: fd, place: place)
                 mtu = try interfaceMTU(of: interface, socket: fd, place: place)
                 if role == .receive {
+                    if shut, cpk_socket_shut(fd) != 0 { throw PacketEngineError.system("shut the packet socket on \(place) (SO_ATTACH_FILTER)") }
                     try setOption(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, 1, "setsockopt PACKET_IGNORE_OUTGOING on \(place)")
                     try setBuffer(fd, force: SO_RCVBUFFORCE, plain: SO_RCVBUF, bufferBytes, "SO_RCVBUF", place)
                 } else {
@@ -102,9 +105,14 @@ package final class PacketSocket {
     }
 
     /// A second socket like this one: the same interface, namespace, role and buffer size (a receive ring
-    /// rebuilt larger reads it while this one is read to its end).
-    func reopen() throws(PacketEngineError) -> PacketSocket {
-        try Self.open(interface: interface, in: namespace, role: role, bufferBytes: bufferBytes)
+    /// rebuilt larger reads it while this one is read to its end), opened `shut`.
+    func reopen(shut: Bool) throws(PacketEngineError) -> PacketSocket {
+        try Self.open(interface: interface, in: namespace, role: role, bufferBytes: bufferBytes, shut: shut)
+    }
+
+    /// Lets frames into a socket opened `shut` (`SO_DETACH_FILTER`).
+    func unshut() throws(PacketEngineError) {
+        guard cpk_socket_unshut(fileDescriptor) == 0 else { throw .system("let frames into the packet socket on \(place) (SO_DETACH_FILTER)") }
     }
 
     /// The interface's MTU now (`SIOCGIFMTU`); 0 when it cannot be read (the interface is gone).

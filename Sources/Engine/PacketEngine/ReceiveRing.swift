@@ -14,7 +14,8 @@ import LinkEmulation
 /// - ``grow(toSlotBytes:)`` builds a larger ring on a second socket and hands over to it without losing
 ///   or repeating a frame: both sockets are members of one `PACKET_FANOUT` group whose program sends every
 ///   frame to the newest member (``FanoutGroup``), so once the new one has joined the old one receives
-///   nothing more; it is read to its end and closed.
+///   nothing more; it is read to its end and closed. The new socket is opened shut, so it takes no frame
+///   of its own before it joins.
 /// - The VLAN tag the kernel took out of a frame is put back in front of its EtherType (``VLANTag``).
 ///
 /// A frame's arrival is the kernel's stamp in its slot (``KernelArrivalStamps``), unless the ring was made
@@ -190,7 +191,7 @@ package final class ReceiveRing: FrameSource {
                 operation: operation,
                 detail: "the kernel refused a PACKET_FANOUT group, so the ring cannot be handed over without losing frames; longer frames are still read whole, one system call each")
         }
-        let socket = try reading.socket.reopen()
+        let socket = try reading.socket.reopen(shut: true)
         if kernelStamps { KernelArrivalStamps.enableOnSocket(socket.fileDescriptor) }
         let mapping: RingMapping
         do {
@@ -200,9 +201,9 @@ package final class ReceiveRing: FrameSource {
             throw error
         }
         do {
-            try group.join(socket)
+            try group.handOver(from: reading.socket, to: socket)
         } catch {
-            mapping.close()
+            mapping.close()  // which takes it out of the group
             throw error
         }
         next = mapping
@@ -296,16 +297,22 @@ struct FanoutGroup {
         return nil
     }
 
-    /// Makes `socket` (bound to the same interface) the member every frame goes to, and returns once no
-    /// frame can still be on its way to another member.
-    func join(_ socket: PacketSocket) throws(PacketEngineError) {
-        guard cpk_fanout_join(socket.fileDescriptor, id, flags) == 0 else {
-            throw .system("join the fanout group \(id) of \(socket.place) (setsockopt PACKET_FANOUT)")
+    /// Makes `new` (bound to the same interface, opened shut, its ring set up) the member every frame goes
+    /// to in place of `old`, the group's only member, and returns once no frame can still be on its way to
+    /// `old`. Each frame reaches one of them, once: while `new` is shut and outside the group it takes
+    /// nothing, and the program sends every frame to `old` until `new` is in and open. When this throws,
+    /// closing `new` leaves `old` taking every frame.
+    func handOver(from old: PacketSocket, to new: PacketSocket) throws(PacketEngineError) {
+        guard cpk_fanout_route_to_first(old.fileDescriptor) == 0 else {
+            throw .system("route the fanout group \(id) of \(old.place) to its first member (setsockopt PACKET_FANOUT_DATA)")
         }
-        // Joining alone does not wait for frames already on their way to the old member; setting the
-        // program again does (synchronize_net). Should that fail (ENOMEM), the new member still takes every
-        // frame from now on, and only a frame in flight this very moment could reach the old ring after it
-        // was read to its end.
-        _ = cpk_fanout_route_to_newest(socket.fileDescriptor)
+        guard cpk_fanout_join(new.fileDescriptor, id, flags) == 0 else {
+            throw .system("join the fanout group \(id) of \(new.place) (setsockopt PACKET_FANOUT)")
+        }
+        try new.unshut()
+        // Setting the program waits for frames already on their way to the old member (synchronize_net).
+        guard cpk_fanout_route_to_newest(new.fileDescriptor) == 0 else {
+            throw .system("route the fanout group \(id) of \(new.place) to its newest member (setsockopt PACKET_FANOUT_DATA)")
+        }
     }
 }

@@ -91,6 +91,27 @@ final class FrameAccountingTests: EngineTestCase {
         }
     }
 
+    /// The receive ring is rebuilt for the new MTU while long frames keep coming back to back: the new
+    /// socket must take none of them before it has joined the fanout group, and the old one none after, so
+    /// every datagram crosses exactly once (the CI run of b312002 counted one 4000-byte datagram twice).
+    func testARingRebuiltUnderAFloodOfLongFramesRepeatsAndLosesNone() throws {
+        let lab = try makeLab()
+        let runtime = try startEngine(lab, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())
+        try waitForPath(lab)
+        try setMTU(9000, path(lab))
+        let count = 400
+        let copies = try FrameTools.copiesReceived(
+            count: count, size: 4000, from: lab.client, to: WireLab.routerV4, in: lab.router, port: 40_631, timeout: 3, gap: 0, untilAll: false)
+        let statistics = runtime.statistics(of: .uplink)
+        XCTAssertEqual(statistics.ringRebuilds, 1, "\(statistics)")
+        XCTAssertEqual(statistics.rebuildFailures, 0, "\(statistics)")
+        let repeated = copies.enumerated().filter { $0.element > 1 }.map(\.offset)
+        XCTAssertEqual(repeated, [], "datagrams that crossed more than once: \(statistics)")
+        // None lost: the engine's own drops (a full ring) would be counted as overruns.
+        XCTAssertEqual(copies.filter { $0 == 0 }.count, Int(statistics.receiveOverruns), "datagrams lost: \(statistics)")
+        XCTAssertEqual(statistics.truncated + statistics.oversized + statistics.sendFailures, 0, "\(statistics)")
+    }
+
     func testAFrameLongerThanTheSendingEndTakesIsCountedOversized() throws {
         let lab = try makeLab()
         let runtime = try startEngine(lab, uplink: PassThroughScheduler(), downlink: PassThroughScheduler())

@@ -32,9 +32,21 @@ enum FrameTools {
         count: Int, size: Int, from source: NamedNamespace, to target: IPAddress, in destination: NamedNamespace, port: UInt16,
         timeout: Double = 2
     ) throws -> Int {
+        try copiesReceived(count: count, size: size, from: source, to: target, in: destination, port: port, timeout: timeout)
+            .filter { $0 > 0 }.count
+    }
+
+    /// Like ``datagrams(count:size:from:to:in:port:timeout:)``, sending `gap` microseconds apart (0: back to
+    /// back), and returns how many times each datagram arrived whole: 1 each when nothing was lost or
+    /// repeated. It reads until `timeout` has passed since the last was sent, or, with `untilAll`, until
+    /// every datagram has arrived once.
+    static func copiesReceived(
+        count: Int, size: Int, from source: NamedNamespace, to target: IPAddress, in destination: NamedNamespace, port: UInt16,
+        timeout: Double = 2, gap: UInt32 = 1000, untilAll: Bool = true
+    ) throws -> [Int] {
         let receiver = try Traffic.socket(in: destination, AF_INET, Int32(SOCK_DGRAM.rawValue), 0, timeout: 0.05)
         defer { close(receiver) }
-        var buffer = Int32(8 << 20)
+        var buffer = Int32(32 << 20)
         setsockopt(receiver, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, socklen_t(MemoryLayout<Int32>.size))
         var (bound, boundLength) = Traffic.address(target, port: port)
         let bindResult = withUnsafePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(receiver, $0, boundLength) } }
@@ -43,27 +55,37 @@ enum FrameTools {
         defer { close(sender) }
         var discovery = Int32(IP_PMTUDISC_DO)
         setsockopt(sender, Int32(IPPROTO_IP), IP_MTU_DISCOVER, &discovery, socklen_t(MemoryLayout<Int32>.size))
+        var sendBuffer = Int32(32 << 20)
+        setsockopt(sender, SOL_SOCKET, SO_SNDBUFFORCE, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
         var (storage, length) = Traffic.address(target, port: port)
-        func payload(_ index: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) } }
+        // Each datagram's first 4 bytes are its index; the rest a pattern of it, so a mangled one is not counted.
+        func payload(_ index: Int) -> [UInt8] {
+            withUnsafeBytes(of: UInt32(index).bigEndian, Array.init) + (4..<max(4, size)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+        }
         for index in 0..<count {
             let bytes = payload(index)
-            let sent = bytes.withUnsafeBytes { raw in
-                withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(sender, raw.baseAddress, raw.count, 0, $0, length) } }
-            }
-            guard sent == size else { throw Traffic.fail("send a \(size)-byte datagram \(index) to \(target)") }
-            usleep(1000)
+            var sent: Int
+            repeat {
+                sent = bytes.withUnsafeBytes { raw in
+                    withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(sender, raw.baseAddress, raw.count, 0, $0, length) } }
+                }
+            } while sent < 0 && (errno == ENOBUFS || errno == EAGAIN || errno == EINTR)
+            guard sent == bytes.count else { throw Traffic.fail("send a \(size)-byte datagram \(index) to \(target)") }
+            if gap > 0 { usleep(gap) }
         }
-        var seen = Set<Int>()
+        var copies = [Int](repeating: 0, count: count)
+        var distinct = 0
         var received = [UInt8](repeating: 0, count: 70_000)
         let deadline = Traffic.monotonicSeconds() + timeout
-        while seen.count < count && Traffic.monotonicSeconds() < deadline {
+        while !(untilAll && distinct == count) && Traffic.monotonicSeconds() < deadline {
             let got = received.withUnsafeMutableBytes { recv(receiver, $0.baseAddress, $0.count, 0) }
-            guard got == size else { continue }
-            if let index = (0..<count).first(where: { !seen.contains($0) && received[1] == payload($0)[1] && Array(received[..<got]) == payload($0) }) {
-                seen.insert(index)
-            }
+            guard got == size, size >= 4 else { continue }
+            let index = Int(UInt32(received[0]) << 24 | UInt32(received[1]) << 16 | UInt32(received[2]) << 8 | UInt32(received[3]))
+            guard index < count, Array(received[..<got]) == payload(index) else { continue }
+            if copies[index] == 0 { distinct += 1 }
+            copies[index] += 1
         }
-        return seen.count
+        return copies
     }
 }
 

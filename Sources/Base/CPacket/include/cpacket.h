@@ -120,8 +120,10 @@ static inline void cpk_ring_release(void *frame) {
 /* A fanout group of packet sockets (PACKET_FANOUT) whose one classic BPF program sends every frame to the
  * member that joined last: `ret #1` modulo the number of members is member 1 of two (the newcomer) and
  * member 0 of one. A receive ring is handed over to a larger one without losing or repeating a frame: the
- * new socket joins, the program is set again (which waits for every frame already on its way, through
- * synchronize_net), the old ring is read to its end and closed.
+ * new socket is opened shut (cpk_socket_shut: bound, it would take every frame beside the group until it
+ * joins), the program is set to the first member, the new socket joins and is unshut, the program is set
+ * to the newest (which waits for every frame already on its way, through synchronize_net), and the old
+ * ring is read to its end and closed.
  *
  * Creates a group (type PACKET_FANOUT_CBPF, an id the kernel chooses: PACKET_FANOUT_FLAG_UNIQUEID) with `fd`
  * as its only member and returns the group's id, or -1 with errno. `fd` must be bound. */
@@ -131,6 +133,13 @@ int cpk_fanout_join(int fd, uint16_t id, uint32_t extra_flags);
 /* (Re)sets the group's program to "the newest member" (PACKET_FANOUT_DATA); returns once frames already
  * being delivered under the old program have arrived. 0 or -1 with errno. */
 int cpk_fanout_route_to_newest(int fd);
+/* Sets the group's program to "the first member" (the oldest of two), as cpk_fanout_route_to_newest does. */
+int cpk_fanout_route_to_first(int fd);
+/* Lets no frame into the packet socket `fd` (a socket filter that keeps nothing: SO_ATTACH_FILTER), frames
+ * the group sends it included; 0 or -1 with errno. */
+int cpk_socket_shut(int fd);
+/* Takes the filter of cpk_socket_shut away (SO_DETACH_FILTER); 0 or -1 with errno. */
+int cpk_socket_unshut(int fd);
 
 /* A pause hint for spin loops. */
 static inline void cpk_cpu_relax(void) {
