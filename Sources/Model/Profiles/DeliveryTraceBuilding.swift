@@ -15,7 +15,11 @@ extension DeliveryTrace {
     /// The opportunities are spread as the bits accumulate, one each time another 1500 bytes' worth has
     /// arrived, so the mean rate over the trace is the rows' own (to within one opportunity), and the last
     /// one falls at the trace's end, which makes that the period.
-    public init(rateCSV text: String, source: String? = nil) throws(EmulationInputError) {
+    ///
+    /// Rates that add up to more than `maximumOpportunities` (at most ``maximumOpportunities``, what a
+    /// profile reads) are refused before anything is built.
+    public init(rateCSV text: String, source: String? = nil, maximumOpportunities: Int = Self.maximumOpportunities) throws(EmulationInputError) {
+        let maximumOpportunities = min(maximumOpportunities, Self.maximumOpportunities)
         var rows: [(start: UInt64, rate: UInt64, line: Int)] = []
         var lineNumber = 0
         for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -71,11 +75,12 @@ extension DeliveryTrace {
             bits += Double(row.rate) * Double(length) / 1e9
         }
         let opportunities = bits / Double(Self.bytesPerOpportunity * 8)
-        guard opportunities <= Double(Self.maximumOpportunities) else {
+        guard opportunities <= Double(maximumOpportunities) else {
+            let bound = maximumOpportunities == Self.maximumOpportunities ? "a trace file of up to 64 MiB, what a profile reads" : "the bound asked for"
             throw EmulationInputError(
                 .outOfRange, source: source,
                 problem: "the rates add up to \(Int(opportunities.rounded())) delivery opportunities of 1500 bytes",
-                expected: "at most \(Self.maximumOpportunities) (a trace file of up to 64 MiB, what a profile reads): a shorter trace, or lower rates (it repeats)")
+                expected: "at most \(maximumOpportunities) (\(bound)): a shorter trace, or lower rates (it repeats)")
         }
         var milliseconds = Self.opportunities(rows: rows.map { ($0.start, $0.rate) }, endMillisecond: max(1, endMillisecond))
         guard !milliseconds.isEmpty else {

@@ -125,5 +125,18 @@ final class TraceBuildingTests: XCTestCase {
         let long = problem("0,1mbit\n" + String(repeating: "x", count: 10_000) + ",1\n") ?? ""
         XCTAssertLessThan(long.count, 400, "a long line is cut in the message")
     }
+
+    /// A caller's own bound on the opportunities (what the fuzz target sets): 12 Mbit/s for one second is
+    /// 1000 opportunities of 1500 bytes, allowed by a bound of 1000 and refused by 999; a bound above the
+    /// profile's own is the profile's.
+    func testACallersBoundOnTheOpportunitiesIsKeptExactly() throws {
+        XCTAssertEqual(try DeliveryTrace(rateCSV: "0,12mbit\n", maximumOpportunities: 1000).milliseconds.count, 1000)
+        XCTAssertThrowsError(try DeliveryTrace(rateCSV: "0,12mbit\n", source: "rates.csv", maximumOpportunities: 999)) { error in
+            XCTAssertTrue("\(error)".contains("1000 delivery opportunities") && "\(error)".contains("at most 999 (the bound asked for)"), "\(error)")
+        }
+        XCTAssertThrowsError(try DeliveryTrace(rateCSV: "0,999999gbit\n", maximumOpportunities: .max)) { error in
+            XCTAssertTrue("\(error)".contains("at most \(DeliveryTrace.maximumOpportunities) (a trace file"), "\(error)")
+        }
+    }
 }
 
