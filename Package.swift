@@ -170,7 +170,7 @@ let package = Package(
         .testTarget(name: "ControlAPITests", dependencies: ["ControlAPI", "JSONDocument", "LinkcondSystem", "LinkcondBase", "Sandboxing", "Profiles"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["LinkcondBase", "LinkcondSystem", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "LinkEmulation", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline", "JSONDocument", "ControlAPI"]
+            dependencies: ["LinkcondBase", "LinkcondSystem", "RouteNetlink", "NetNamespace", "Netlink", "Profiles", "LinkEmulation", "Sandboxing", "Conditioning", "Responders", "PathMonitor", "Scenarios", "Timeline", "JSONDocument", "ControlAPI", "CPacket"]
         ),
     ],
     swiftLanguageModes: [.v6]
