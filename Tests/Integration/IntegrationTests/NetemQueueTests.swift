@@ -26,6 +26,12 @@ final class NetemQueueTests: ConditioningTestCase {
     /// the uplink's netem has no rate, a tbf at 2 Mbit/s is its child and a codel its grandchild, CoDel
     /// dropped packets, and `show` names the queue; after the switch back, no tbf or codel is left.
     func testCoDelUnderTheNetemKeepsAProbeBesideAnUploadFarFasterThanDropTail() throws {
+        // A guest starved of CPU cannot keep the upload going (a CI run: 53.8 ms of DropTail queueing, the guest
+        // stalling beside two compilers); such an attempt is void, as the profiles' are.
+        try measuredAgainIfTheMachineStalled { try measureCoDelAgainstDropTail() }
+    }
+
+    private func measureCoDelAgainstDropTail() throws {
         let measured = try makeMeasuredSandbox()
         let client = try NamedNamespace(existing: measured.topology.clientNamespace)
         let server = try NamedNamespace(existing: measured.topology.serverNamespace)
