@@ -60,8 +60,14 @@ public func fuzzGSOSegmenter(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     check(Array(frame) == original, "cutting changed the super-frame")
     if let cut {
         check(cut == segments.count && cut > 0, "\(cut) segments reported, \(segments.count) emitted")
-        let ipv4 = original[12] == 0x08
-        let ip = 14
+        // Up to two VLAN tags (802.1Q, 802.1ad, the old QinQ TPID) before the EtherType, as the segmenter reads.
+        var ip = 14
+        var etherType = word(original, 12)
+        while ip < 22, [0x8100, 0x88a8, 0x9100].contains(etherType) {
+            etherType = word(original, ip + 2)
+            ip += 4
+        }
+        let ipv4 = etherType == 0x0800
         let ipHeader = ipv4 ? Int(original[ip] & 0x0f) * 4 : 40
         let tcp = ip + ipHeader
         let headers = tcp + Int(original[tcp + 12] >> 4) * 4
