@@ -163,7 +163,7 @@ final class AttachmentCrashTests: SandboxTestCase {
     /// holds, and detach puts the target back whatever it holds.
     func testKillingApplyThenDetachPutsTheTargetBack() throws {
         let attach = ["attach", "--netns", "TARGET", "--name", "NAME", "--backend", "userspace"]
-        let line = try crash("apply once its change is journalled", prepare: [attach, ["apply", "lte", "--name", "NAME"]], kill: ["apply", "edge", "--name", "NAME"]) {
+        let line = try crashAtStep("apply once its change is journalled", prepare: [attach, ["apply", "lte", "--name", "NAME"]], kill: ["apply", "edge", "--name", "NAME"]) {
             $0["pending"] != nil
         }
         print("linkcond-attach: kill -9 \(line)")
@@ -186,7 +186,7 @@ final class AttachmentCrashTests: SandboxTestCase {
             """#.write(toFile: scenario, atomically: true, encoding: .utf8)
         // What `ip -j link show` said of the wire's end when the run was killed.
         let seen = Mutex<String?>(nil)
-        let line = try crash(
+        let line = try crashAtStep(
             "run with the cable out", prepare: [attach], kill: ["run", scenario, "--name", "NAME", "--report", "\(directory)/reports"]
         ) { state in
             guard state["pending"] != nil, let record = state["attachment"] as? [String: Any], record["linkDown"] as? Bool == true,
