@@ -19,6 +19,12 @@ final class BackendsSideBySideTests: ConditioningTestCase {
     override class var backendKind: BackendKind { .netem }
 
     func testTheSameProfileThroughNetemAndTheEngine() throws {
+        // Made again when the machine stalled meanwhile, as each profile's measurement is (a CI rehearsal: netem
+        // lost 27.25% of very-bad-network's downlink where it loses 10%, in a run that took no stall watch).
+        try measuredAgainIfTheMachineStalled { try measureSideBySide() }
+    }
+
+    private func measureSideBySide() throws {
         let profile = try catalog().profile(named: "very-bad-network")
         _ = try linkcondExecutable()  // the engine's executable, before netem's half takes its time
         let netem = try measureProfile(profile, kind: .netem)
